@@ -1,0 +1,139 @@
+// Plans: an algorithm's schedule for one rank, as data.
+//
+// An algorithm turns (collective, count, element size, root, communicator shape) into a Plan per rank:
+// an ordered list of rounds, each a small set of operations. The executor (executor.h) runs plans over
+// transports and CPU kernels; the simulator (simulator.h) runs the plans of 1..N virtual ranks in one
+// process to prove them correct; later the selector costs them.
+//
+// Round semantics (the executor and the simulator both implement exactly this):
+//   1. The communication operations of a round (Send, Recv, RecvReduce, Barrier) are posted together and
+//      progress concurrently; the round's communication is done when all of them completed.
+//   2. Then the local operations of the round (Copy, Reduce, Finalize) run, in the order listed.
+//   3. Operations of one round must not conflict: no two may touch overlapping bytes of the same buffer
+//      when at least one of them writes (RecvReduce's dst may equal its own src exactly).
+//   4. Messages between a pair of ranks match in FIFO order per direction; sizes must agree. The
+//      simulator assumes no buffering (a Send completes only once the matching Recv is posted), so a
+//      plan it accepts cannot deadlock on finite channel buffers.
+//   5. Staging buffers are the only memory other ranks may read (they live in shared memory). A rank may
+//      read a peer's staging bytes only after a Barrier that follows the peer's write, and may overwrite
+//      its staging bytes only after a Barrier that follows every peer's read of them. Staging is used only
+//      by plans whose ranks all share a node.
+//
+// Buffers are symbolic: Send and Recv are the caller's buffers (in place, they alias as the collective
+// defines, and a plan must be correct either way; the executor skips a Copy whose source and destination
+// are the same address), Scratch is private to the rank, Staging(rank q) is q's peer-visible staging.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace conflux {
+
+enum class BufKind : uint8_t { Send, Recv, Scratch, Staging };
+
+/// A byte offset into one of a rank's buffers (or, for Staging, into rank `rank`'s staging).
+struct BufRef {
+  BufKind kind = BufKind::Send;
+  int32_t rank = -1;    ///< Staging owner (global rank); -1 means this rank. Ignored for other kinds.
+  uint64_t offset = 0;  ///< In bytes.
+
+  static BufRef send(uint64_t off) { return {BufKind::Send, -1, off}; }
+  static BufRef recv(uint64_t off) { return {BufKind::Recv, -1, off}; }
+  static BufRef scratch(uint64_t off) { return {BufKind::Scratch, -1, off}; }
+  static BufRef staging(int owner, uint64_t off) { return {BufKind::Staging, owner, off}; }
+};
+
+enum class OpKind : uint8_t {
+  Send,        ///< Stream `bytes` from src(0) to `peer`.
+  Recv,        ///< Receive `bytes` from `peer` into dst.
+  RecvReduce,  ///< Receive `bytes` from `peer`; dst = op(src(0), incoming). dst may equal src(0).
+  Barrier,     ///< Every rank of the communicator reaches this point (orders staging accesses).
+  Copy,        ///< dst = src(0), `bytes` bytes.
+  Reduce,      ///< dst = op(src(0), ..., src(nsrc-1)) elementwise; dst may equal one source exactly.
+  Finalize,    ///< dst = dst / nranks elementwise when the op is avg; nothing otherwise.
+};
+
+constexpr bool isCommOp(OpKind k) {
+  return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce || k == OpKind::Barrier;
+}
+
+struct Op {
+  OpKind kind = OpKind::Copy;
+  int32_t peer = -1;       ///< Global rank for Send/Recv/RecvReduce.
+  uint32_t firstSrc = 0;   ///< Index of the first source in Plan::sources.
+  uint32_t nsrc = 0;       ///< Number of sources.
+  BufRef dst;
+  uint64_t bytes = 0;      ///< Bytes moved or produced (a multiple of the element size).
+};
+
+/// A contiguous range of Plan::ops.
+struct Round {
+  uint32_t firstOp = 0;
+  uint32_t numOps = 0;
+};
+
+/// What an algorithm needs to know to build one rank's plan.
+struct PlanParams {
+  Collective coll = Collective::AllReduce;
+  int nranks = 1;
+  int rank = 0;
+  /// Elements, NCCL's meaning: allreduce/reduce/broadcast the whole vector; allgather per-rank send
+  /// count; reducescatter per-rank receive count; alltoall per-peer block.
+  uint64_t count = 0;
+  uint32_t eltSize = 4;
+  int root = 0;                     ///< Reduce and broadcast.
+  uint64_t stagingBytes = 0;        ///< Staging bytes a plan may use per rank (direct algorithms chunk to fit).
+  uint64_t chunkBytes = 1u << 20;   ///< Pipelining granularity for message-passing algorithms.
+};
+
+/// Byte sizes of the caller's buffers for a collective (recv may be unused on some ranks).
+struct BufferSizes {
+  uint64_t send = 0;
+  uint64_t recv = 0;
+};
+BufferSizes bufferSizes(const PlanParams& p);
+
+/// One rank's schedule.
+struct Plan {
+  std::string algorithm;           ///< Name, e.g. "ring".
+  std::vector<Op> ops;
+  std::vector<BufRef> sources;
+  std::vector<Round> rounds;
+  uint64_t scratchBytes = 0;       ///< Private scratch the rank needs.
+  uint64_t stagingBytes = 0;       ///< Staging bytes the plan uses (0: no staging, no Barrier needed).
+
+  const BufRef& src(const Op& op, uint32_t i) const { return sources[op.firstSrc + i]; }
+};
+
+/// Appends operations to a plan, one round at a time.
+class PlanBuilder {
+ public:
+  explicit PlanBuilder(std::string algorithm) { plan_.algorithm = std::move(algorithm); }
+
+  /// Closes the current round (if it has operations) and starts a new one.
+  void nextRound();
+
+  void send(int peer, BufRef src, uint64_t bytes);
+  void recv(int peer, BufRef dst, uint64_t bytes);
+  void recvReduce(int peer, BufRef dst, BufRef src, uint64_t bytes);
+  void barrier();
+  void copy(BufRef dst, BufRef src, uint64_t bytes);
+  void reduce(BufRef dst, const std::vector<BufRef>& srcs, uint64_t bytes);
+  void finalize(BufRef dst, uint64_t bytes);
+
+  void needScratch(uint64_t bytes);
+  void needStaging(uint64_t bytes);
+
+  /// Closes the last round and returns the plan.
+  Plan finish();
+
+ private:
+  void add(const Op& op);
+  Plan plan_;
+  uint32_t roundStart_ = 0;
+};
+
+}  // namespace conflux

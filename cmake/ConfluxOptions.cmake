@@ -1,0 +1,12 @@
+# Compiler flags shared by every Conflux target, through the interface target conflux_flags.
+add_library(conflux_flags INTERFACE)
+target_compile_options(conflux_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers>)
+if(CONFLUX_WARNINGS_AS_ERRORS)
+  target_compile_options(conflux_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX,C>:-Werror>)
+endif()
+if(CONFLUX_SANITIZE)
+  target_compile_options(conflux_flags INTERFACE -fsanitize=${CONFLUX_SANITIZE} -fno-omit-frame-pointer
+                         -fno-sanitize-recover=all)
+  target_link_options(conflux_flags INTERFACE -fsanitize=${CONFLUX_SANITIZE})
+endif()

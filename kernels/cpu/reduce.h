@@ -1,0 +1,28 @@
+// CPU reduction and copy kernels: every datatype x op, multi-source, vectorised with runtime ISA dispatch.
+#pragma once
+
+#include <cstddef>
+
+#include "core/types.h"
+
+namespace conflux::cpu {
+
+/// dst[i] = op(srcs[0][i], ..., srcs[nsrc-1][i]) for i < count, nsrc >= 1 (nsrc == 1 copies).
+/// dst may alias any source exactly (same address) but must not partially overlap one.
+/// float16/bfloat16 accumulate all sources in float32 and round once to nearest even.
+/// Avg reduces as Sum (the caller divides once at the end with divideInPlace).
+using ReduceFn = void (*)(void* dst, const void* const* srcs, int nsrc, size_t count);
+
+/// The kernel for (type, op); never null for valid enums.
+ReduceFn reduceFunction(DataType type, RedOp op);
+
+/// data[i] = data[i] / divisor (integers: truncating division of the stored value; halves via float32).
+void divideInPlace(DataType type, void* data, size_t count, int divisor);
+
+/// memcpy tuned for large buffers (non-temporal stores above a threshold). Buffers must not overlap.
+void copy(void* dst, const void* src, size_t bytes);
+
+/// Name of the instruction set the dispatcher picked ("avx512", "avx2", "scalar"), for logs and benchmarks.
+const char* isaName();
+
+}  // namespace conflux::cpu

@@ -1,0 +1,128 @@
+// Shared-memory transport among the ranks of one node.
+//
+// Each local rank creates one segment in CONFLUX_SHM_DIR (/dev/shm), named from the job secret, holding:
+//   - a control block: doorbell (futex word), pid, barrier counter, a shared error slot, call descriptors;
+//   - one incoming byte-stream channel per local peer (ring buffer, CONFLUX_SHM_CHANNEL_BYTES);
+//   - a peer-visible staging area (2 x CONFLUX_SHM_STAGING_BYTES, pre-faulted) for direct algorithms.
+// Every rank maps every peer's segment; once all have mapped (a bootstrap barrier) each unlinks its own,
+// so nothing is left in /dev/shm even if a process is killed later.
+//
+// Waiting: a rank that cannot progress spins briefly, then sleeps on its own doorbell (a futex in its
+// segment). Anyone who makes progress that another rank may wait for (writes into its channel, frees
+// space in a channel it sends on, arrives at a barrier, posts an error) rings that rank's doorbell.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace conflux::shm {
+
+/// What ShmWorld needs from the bootstrap: an all-gather and a barrier among the local ranks only.
+struct LocalExchange {
+  /// out = concatenation of every local rank's `mine` (all equal size), in local-rank order.
+  std::function<std::vector<uint8_t>(const std::vector<uint8_t>& mine)> allGather;
+  std::function<void()> barrier;
+};
+
+struct ShmConfig {
+  std::string dir = "/dev/shm";
+  std::string jobTag;               ///< Hex tag derived from the job secret (not the secret itself).
+  int localRank = 0;
+  int localSize = 1;
+  std::vector<int> globalRanks;     ///< Global rank of each local rank (for messages).
+  size_t channelBytes = 1 << 20;    ///< Per ordered pair; rounded up to a multiple of 4096.
+  size_t stagingBytes = 8 << 20;    ///< Usable staging per epoch; the segment holds two (double buffer).
+};
+
+/// Sender side of the byte-stream channel from this rank to one local peer.
+class SendChannel {
+ public:
+  virtual ~SendChannel() = default;
+  /// Copies up to `bytes` from src into the channel without blocking; returns how many were accepted
+  /// (0 when full). Rings the receiver when it wrote anything.
+  virtual size_t write(const void* src, size_t bytes) = 0;
+  /// Bytes that write() could accept right now.
+  virtual size_t writable() const = 0;
+};
+
+/// Receiver side of the byte-stream channel from one local peer to this rank.
+class RecvChannel {
+ public:
+  virtual ~RecvChannel() = default;
+  /// Contiguous readable bytes (up to maxBytes) at the head of the stream; empty when none. The data stays
+  /// valid until consume().
+  virtual std::span<const std::byte> readable(size_t maxBytes) = 0;
+  /// Releases the first n readable bytes; rings the sender.
+  virtual void consume(size_t n) = 0;
+};
+
+/// Error posted by any local rank, seen by all (first poster wins).
+struct SharedError {
+  int code = 0;          ///< conflux::Code value.
+  int failedRank = -1;   ///< Global rank at fault (dead/stuck), or -1.
+  int reporterRank = -1; ///< Global rank that posted it.
+  std::string message;   ///< Truncated to fit the slot (<= 200 chars).
+};
+
+/// Per-call descriptor published for cross-rank argument checks.
+struct CallDescriptor {
+  uint64_t seq = 0;      ///< 1-based call number on this communicator.
+  uint32_t coll = 0;
+  uint32_t dtype = 0;
+  uint32_t op = 0;
+  int32_t root = 0;
+  uint64_t count = 0;
+};
+
+class ShmWorld {
+ public:
+  /// Creates this rank's segment, exchanges names/pids via `ex`, maps all peers, unlinks its own
+  /// segment after a barrier, opens pidfds for liveness. Throws Error on failure (nothing left behind).
+  static std::unique_ptr<ShmWorld> create(const ShmConfig& cfg, const LocalExchange& ex);
+  virtual ~ShmWorld() = default;
+
+  virtual int localRank() const = 0;
+  virtual int localSize() const = 0;
+
+  virtual SendChannel& sendTo(int localPeer) = 0;
+  virtual RecvChannel& recvFrom(int localPeer) = 0;
+
+  /// Base of local rank `localPeer`'s staging for `epoch` (epoch & 1 picks one of the two halves).
+  virtual std::byte* staging(int localPeer, uint64_t epoch) = 0;
+  virtual size_t stagingBytes() const = 0;
+
+  // --- Barrier among all local ranks: arrive, then poll barrierReached until true. ---
+  /// Increments this rank's arrival counter and rings every peer; returns the generation to wait for.
+  virtual uint64_t barrierArrive() = 0;
+  /// True when every local rank has arrived at `generation`.
+  virtual bool barrierReached(uint64_t generation) const = 0;
+
+  // --- Waiting. ---
+  /// Current value of this rank's doorbell; read it BEFORE re-checking conditions, then sleep with it.
+  virtual uint32_t doorbell() const = 0;
+  /// Sleeps until the doorbell differs from `seen` or `timeoutMs` passes (spurious wakeups allowed).
+  virtual void sleep(uint32_t seen, int timeoutMs) = 0;
+  /// Rings this rank's own doorbell (used by abort from another thread).
+  virtual void wakeSelf() = 0;
+
+  // --- Failure handling. ---
+  /// Local rank of a peer whose process has exited, or -1 (pidfd poll, no blocking).
+  virtual int deadPeer() = 0;
+  /// Posts an error to every local rank's slot (first one wins per slot) and rings them all.
+  virtual void postError(const SharedError& err) = 0;
+  /// The error in this rank's slot, if any.
+  virtual std::optional<SharedError> error() const = 0;
+
+  // --- Cross-rank argument checks. ---
+  virtual void publishCall(const CallDescriptor& d) = 0;
+  /// Local peer's descriptor for call `seq`, if the peer has published it and not yet overwritten it.
+  virtual std::optional<CallDescriptor> peerCall(int localPeer, uint64_t seq) const = 0;
+};
+
+}  // namespace conflux::shm
