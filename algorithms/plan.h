@@ -18,6 +18,10 @@
 //      read a peer's staging bytes only after a Barrier that follows the peer's write, and may overwrite
 //      its staging bytes only after a Barrier that follows every peer's read of them. Staging is used only
 //      by plans whose ranks all share a node.
+//      Across calls the executor alternates between two whole staging areas: a call whose plan has
+//      stagingBytes > 0 uses area (epoch & 1), where epoch counts the earlier staging-using calls of the
+//      communicator. That is why every staging plan contains at least one Barrier: it keeps a rank from
+//      rewriting an area (two staging calls later) while a peer may still be reading it.
 //
 // Buffers are symbolic: Send and Recv are the caller's buffers (in place, they alias as the collective
 // defines, and a plan must be correct either way; the executor skips a Copy whose source and destination
@@ -26,6 +30,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/types.h"
@@ -55,6 +60,11 @@ enum class OpKind : uint8_t {
   Reduce,      ///< dst = op(src(0), ..., src(nsrc-1)) elementwise; dst may equal one source exactly.
   Finalize,    ///< dst = dst / nranks elementwise when the op is avg; nothing otherwise.
 };
+
+/// "send", "recv", "scratch", "staging".
+std::string_view bufKindName(BufKind k);
+/// "Send", "Recv", "RecvReduce", "Barrier", "Copy", "Reduce", "Finalize".
+std::string_view opKindName(OpKind k);
 
 constexpr bool isCommOp(OpKind k) {
   return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce || k == OpKind::Barrier;

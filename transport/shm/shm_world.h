@@ -80,6 +80,9 @@ struct CallDescriptor {
   uint64_t count = 0;
 };
 
+/// Threading: each channel direction has one user thread at a time (SPSC); barrier*() and publishCall()
+/// belong to the thread that drives collectives; doorbell(), sleep(), wakeSelf(), postError(), error(),
+/// peerCall() and deadPeer() may be called from any thread.
 class ShmWorld {
  public:
   /// Creates this rank's segment, exchanges names/pids via `ex`, maps all peers, unlinks its own
@@ -98,18 +101,26 @@ class ShmWorld {
   virtual size_t stagingBytes() const = 0;
 
   // --- Barrier among all local ranks: arrive, then poll barrierReached until true. ---
-  /// Increments this rank's arrival counter and rings every peer; returns the generation to wait for.
+  /// Increments this rank's arrival counter; the rank that completes the generation rings every peer
+  /// (waiters sleeping on their doorbell wake once per barrier). Returns the generation to wait for.
   virtual uint64_t barrierArrive() = 0;
   /// True when every local rank has arrived at `generation`.
   virtual bool barrierReached(uint64_t generation) const = 0;
+  /// Local rank of the first rank that has not yet arrived at `generation`, or -1 (for error messages).
+  virtual int barrierLaggard(uint64_t generation) const = 0;
 
   // --- Waiting. ---
   /// Current value of this rank's doorbell; read it BEFORE re-checking conditions, then sleep with it.
   virtual uint32_t doorbell() const = 0;
   /// Sleeps until the doorbell differs from `seen` or `timeoutMs` passes (spurious wakeups allowed).
+  /// timeoutMs == 0 returns at once; timeoutMs < 0 waits without limit (avoid: every wait needs a deadline).
+  /// Pattern: `seen = doorbell(); if (!condition()) sleep(seen, ms);` (see transport/shm/doorbell.h).
   virtual void sleep(uint32_t seen, int timeoutMs) = 0;
   /// Rings this rank's own doorbell (used by abort from another thread).
   virtual void wakeSelf() = 0;
+  /// Rings local rank `localPeer`'s doorbell (may be self). Call it after publishing something the peer
+  /// may wait for outside the channels and the barrier, e.g. a flag in staging stored with release.
+  virtual void wakePeer(int localPeer) = 0;
 
   // --- Failure handling. ---
   /// Local rank of a peer whose process has exited, or -1 (pidfd poll, no blocking).

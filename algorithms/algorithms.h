@@ -1,0 +1,49 @@
+// The algorithm registry: names, what each algorithm supports, and plan construction.
+//
+// Every algorithm builds, for one rank, a Plan (plan.h) that is correct for any number of ranks >= 1,
+// any count (0 included, counts not divisible by the number of ranks included), any root, and both the
+// out-of-place and the in-place buffer layouts of the collective.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "algorithms/plan.h"
+#include "core/types.h"
+
+namespace conflux {
+
+enum class Algo : uint8_t {
+  Ring,                ///< Ring: reduce-scatter/all-gather rings, pipelined chain broadcast.
+  RecHalvingDoubling,  ///< Rabenseifner: recursive halving then doubling (non-power-of-two fold).
+  BinomialTree,        ///< Pipelined binomial tree (latency-bound, small messages).
+  DoubleBinaryTree,    ///< Two complementary binary trees, each carrying half the data, pipelined.
+  OneShot,             ///< Direct over peer-visible staging: every rank reads every peer's chunk.
+  TwoShot,             ///< Direct over staging: reduce-scatter into staging, then all-gather from it.
+  Pairwise,            ///< All-to-all in n-1 pairwise exchange rounds.
+};
+inline constexpr int kNumAlgos = 7;
+
+/// Short name: "ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise".
+std::string_view algoName(Algo a);
+
+/// Inverse of algoName (exact, lower-case match); nullopt for an unknown name.
+std::optional<Algo> parseAlgo(std::string_view name);
+
+/// Whether `a` can build plans for `c` on a communicator of `nranks` ranks (nranks >= 1).
+bool algoSupports(Algo a, Collective c, int nranks);
+
+/// Whether the algorithm's plans use peer-visible staging memory (so all ranks must share a node).
+bool algoUsesStaging(Algo a);
+
+/// Every algorithm that supports `c` (for some nranks), in registry order.
+std::vector<Algo> algosFor(Collective c);
+
+/// Builds rank `p.rank`'s plan. Throws Error(InvalidArgument) naming the algorithm and the collective
+/// when the pair is unsupported, or when the parameters are invalid (nranks < 1, rank or root out of
+/// range, eltSize 0, or stagingBytes too small for a staging algorithm). chunkBytes 0 means unchunked.
+Plan buildPlan(Algo a, const PlanParams& p);
+
+}  // namespace conflux

@@ -1,0 +1,388 @@
+#include "algorithms/executor.h"
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "core/log.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CFX_CPU_RELAX() _mm_pause()
+#else
+#define CFX_CPU_RELAX() \
+  do {                  \
+  } while (0)
+#endif
+
+namespace conflux {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Every message occupies a multiple of 8 bytes of its channel, so each message starts 8-byte aligned and
+// no element (at most 8 bytes) ever straddles the ring's end. Both sides know the sizes from the plan.
+constexpr uint64_t kWireAlign = 8;
+constexpr uint64_t wireBytes(uint64_t b) { return (b + kWireAlign - 1) & ~(kWireAlign - 1); }
+constexpr std::byte kZeros[kWireAlign] = {};
+
+// How often (at most) a waiting rank polls its peers' liveness, and the longest single sleep.
+constexpr auto kLivenessInterval = std::chrono::milliseconds(50);
+constexpr int kMaxSleepMs = 50;
+
+struct OpState {
+  uint64_t done = 0;        // wire bytes moved (Send/Recv/RecvReduce)
+  uint64_t generation = 0;  // Barrier generation to wait for
+  bool complete = false;
+};
+
+class RankExecutor {
+ public:
+  RankExecutor(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env)
+      : plan_(plan), bufs_(bufs), call_(call), env_(env), world_(env.world),
+        eltSize_(dataTypeSize(call.dtype)), reduce_(cpu::reduceFunction(call.dtype, call.op)),
+        sendBusy_(env.nranks, 0), recvBusy_(env.nranks, 0), peerChecked_(env.nranks, 0) {}
+
+  Status run() {
+    if (world_ != nullptr && env_.checkArgs) publishCall();
+    for (size_t r = 0; r < plan_.rounds.size(); ++r) {
+      round_ = r;
+      Status s = runRound(plan_.rounds[r]);
+      if (!s) return s;
+    }
+    if (world_ != nullptr && env_.checkArgs) {
+      Status s = checkPeerArgs();
+      if (!s) return fail(s, -1);
+    }
+    return Status::ok();
+  }
+
+ private:
+  // ---- buffers ----
+  std::byte* resolve(const BufRef& ref) const {
+    uintptr_t base = 0;
+    switch (ref.kind) {
+      case BufKind::Send: base = reinterpret_cast<uintptr_t>(bufs_.send); break;
+      case BufKind::Recv: base = reinterpret_cast<uintptr_t>(bufs_.recv); break;
+      case BufKind::Scratch: base = reinterpret_cast<uintptr_t>(bufs_.scratch); break;
+      case BufKind::Staging: {
+        int owner = ref.rank < 0 ? env_.rank : ref.rank;
+        base = reinterpret_cast<uintptr_t>(world_->staging(env_.localIndex[owner], call_.stagingEpoch));
+        break;
+      }
+    }
+    // Integer arithmetic: point-to-point batches use a null base with absolute offsets.
+    return reinterpret_cast<std::byte*>(base + ref.offset);
+  }
+
+  // ---- one round ----
+  Status runRound(const Round& round) {
+    states_.assign(round.numOps, OpState{});
+    for (uint32_t i = 0; i < round.numOps; ++i) {
+      const Op& op = plan_.ops[round.firstOp + i];
+      if (op.kind == OpKind::Barrier) states_[i].generation = world_->barrierArrive();
+    }
+    int idle = 0;
+    bool progressedSinceCheck = false;
+    lastProgress_ = Clock::now();
+    for (;;) {
+      bool allDone = true;
+      bool progressed = progressComm(round, allDone);
+      if (allDone) break;
+      if (progressed) {
+        idle = 0;
+        progressedSinceCheck = true;
+        continue;
+      }
+      if (++idle < env_.spinCount) {
+        CFX_CPU_RELAX();
+        continue;
+      }
+      // Reading the clock only here keeps it off the fast path.
+      if (progressedSinceCheck) {
+        lastProgress_ = Clock::now();
+        progressedSinceCheck = false;
+      }
+      // Read the doorbell before the last check so that a ring in between is not lost.
+      uint32_t seen = world_->doorbell();
+      allDone = true;
+      if (progressComm(round, allDone)) {
+        idle = 0;
+        progressedSinceCheck = true;
+        continue;
+      }
+      if (allDone) break;
+      Status s = checkHealth(round);
+      if (!s) return s;
+      world_->sleep(seen, kMaxSleepMs);
+      idle = env_.spinCount / 2;  // after a wakeup, spin a little before sleeping again
+    }
+    for (uint32_t i = 0; i < round.numOps; ++i) {
+      const Op& op = plan_.ops[round.firstOp + i];
+      if (!isCommOp(op.kind)) runLocal(op);
+    }
+    return Status::ok();
+  }
+
+  bool progressComm(const Round& round, bool& allDone) {
+    bool progressed = false;
+    std::fill(sendBusy_.begin(), sendBusy_.end(), 0);
+    std::fill(recvBusy_.begin(), recvBusy_.end(), 0);
+    for (uint32_t i = 0; i < round.numOps; ++i) {
+      const Op& op = plan_.ops[round.firstOp + i];
+      OpState& st = states_[i];
+      if (st.complete || !isCommOp(op.kind)) continue;
+      switch (op.kind) {
+        case OpKind::Send:
+          // Messages to one peer leave in listed order: only the first unfinished one moves.
+          if (!sendBusy_[op.peer]) progressed |= progressSend(op, st);
+          if (!st.complete) sendBusy_[op.peer] = 1;
+          break;
+        case OpKind::Recv:
+        case OpKind::RecvReduce:
+          if (!recvBusy_[op.peer]) progressed |= progressRecv(op, st);
+          if (!st.complete) recvBusy_[op.peer] = 1;
+          break;
+        case OpKind::Barrier:
+          if (world_->barrierReached(st.generation)) {
+            st.complete = true;
+            progressed = true;
+          }
+          break;
+        default:
+          break;
+      }
+      if (!st.complete) allDone = false;
+    }
+    return progressed;
+  }
+
+  bool progressSend(const Op& op, OpState& st) {
+    shm::SendChannel& ch = world_->sendTo(env_.localIndex[op.peer]);
+    const uint64_t total = wireBytes(op.bytes);
+    const std::byte* src = resolve(plan_.src(op, 0));
+    bool progressed = false;
+    while (st.done < total) {
+      size_t n;
+      if (st.done < op.bytes) {
+        n = ch.write(src + st.done, op.bytes - st.done);
+      } else {
+        n = ch.write(kZeros, total - st.done);
+      }
+      if (n == 0) break;
+      st.done += n;
+      progressed = true;
+    }
+    st.complete = st.done == total;
+    return progressed;
+  }
+
+  bool progressRecv(const Op& op, OpState& st) {
+    shm::RecvChannel& ch = world_->recvFrom(env_.localIndex[op.peer]);
+    const uint64_t total = wireBytes(op.bytes);
+    std::byte* dst = resolve(op.dst);
+    bool progressed = false;
+    while (st.done < total) {
+      std::span<const std::byte> in = ch.readable(total - st.done);
+      if (in.empty()) break;
+      size_t take = in.size();
+      if (st.done < op.bytes) {
+        uint64_t dataLeft = op.bytes - st.done;
+        take = std::min<uint64_t>(take, dataLeft);
+        if (op.kind == OpKind::RecvReduce) {
+          take -= take % eltSize_;  // whole elements only; the rest follows
+          if (take == 0) break;
+          const void* srcs[2] = {resolve(plan_.src(op, 0)) + st.done, in.data()};
+          reduce_(dst + st.done, srcs, 2, take / eltSize_);
+        } else {
+          std::memcpy(dst + st.done, in.data(), take);
+        }
+      }
+      ch.consume(take);
+      st.done += take;
+      progressed = true;
+    }
+    st.complete = st.done == total;
+    return progressed;
+  }
+
+  void runLocal(const Op& op) {
+    std::byte* dst = resolve(op.dst);
+    switch (op.kind) {
+      case OpKind::Copy: {
+        const std::byte* src = resolve(plan_.src(op, 0));
+        if (src != dst && op.bytes > 0) cpu::copy(dst, src, op.bytes);
+        break;
+      }
+      case OpKind::Reduce: {
+        srcPtrs_.resize(op.nsrc);
+        for (uint32_t i = 0; i < op.nsrc; ++i) srcPtrs_[i] = resolve(plan_.src(op, i));
+        reduce_(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), op.bytes / eltSize_);
+        break;
+      }
+      case OpKind::Finalize:
+        if (call_.op == RedOp::Avg) cpu::divideInPlace(call_.dtype, dst, op.bytes / eltSize_, env_.nranks);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // ---- failure detection ----
+  std::string where(const Round& round) const {
+    std::string s = std::string(collectiveName(call_.coll)) + " (call #" + std::to_string(call_.seq) + ", " +
+                    plan_.algorithm + ", round " + std::to_string(round_ + 1) + "/" +
+                    std::to_string(plan_.rounds.size());
+    for (uint32_t i = 0; i < round.numOps; ++i) {
+      const Op& op = plan_.ops[round.firstOp + i];
+      const OpState& st = states_[i];
+      if (st.complete) continue;
+      if (op.kind == OpKind::Barrier) {
+        int late = world_->barrierLaggard(st.generation);
+        s += ", waiting at a barrier";
+        if (late >= 0) s += " for rank " + std::to_string(env_.globalOfLocal[late]);
+      } else if (op.kind == OpKind::Send) {
+        s += ", sending " + std::to_string(op.bytes) + " bytes to rank " + std::to_string(op.peer) + " (" +
+             std::to_string(std::min(st.done, op.bytes)) + " sent)";
+      } else {
+        s += ", receiving " + std::to_string(op.bytes) + " bytes from rank " + std::to_string(op.peer) + " (" +
+             std::to_string(std::min(st.done, op.bytes)) + " received)";
+      }
+      break;
+    }
+    return s + ")";
+  }
+
+  Status fail(const Status& s, int failedRank) {
+    shm::SharedError e;
+    e.code = static_cast<int>(s.code());
+    e.failedRank = failedRank;
+    e.reporterRank = env_.rank;
+    e.message = s.message().substr(0, 200);
+    world_->postError(e);
+    CFX_WARN(kColl, "%s", s.message().c_str());
+    return s;
+  }
+
+  Status checkHealth(const Round& round) {
+    if (env_.aborted != nullptr && env_.aborted->load(std::memory_order_acquire)) {
+      return Status(Code::Aborted, "communicator aborted during " + where(round));
+    }
+    if (auto e = world_->error()) {
+      if (e->reporterRank == env_.rank) return Status(static_cast<Code>(e->code), e->message);
+      std::string msg = "rank " + std::to_string(e->reporterRank) + " reported: " + e->message;
+      return Status(static_cast<Code>(e->code), msg + " [this rank was in " + where(round) + "]");
+    }
+    auto now = Clock::now();
+    if (now - lastLiveness_ >= kLivenessInterval) {
+      lastLiveness_ = now;
+      int dead = world_->deadPeer();
+      if (dead >= 0) {
+        int g = env_.globalOfLocal[dead];
+        return fail(Status(Code::RemoteError, "rank " + std::to_string(g) + " exited during " + where(round)), g);
+      }
+      if (env_.checkArgs) {
+        Status s = checkPeerArgs();
+        if (!s) return fail(s, -1);
+      }
+    }
+    auto idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress_).count();
+    if (idleMs >= env_.timeoutMs) {
+      int stuck = stuckPeer(round);
+      return fail(Status(Code::Timeout, "no progress for " + std::to_string(idleMs) + " ms (CONFLUX_TIMEOUT_MS=" +
+                                            std::to_string(env_.timeoutMs) + ") in " + where(round)),
+                  stuck);
+    }
+    return Status::ok();
+  }
+
+  int stuckPeer(const Round& round) const {
+    for (uint32_t i = 0; i < round.numOps; ++i) {
+      const Op& op = plan_.ops[round.firstOp + i];
+      if (states_[i].complete) continue;
+      if (op.peer >= 0) return op.peer;
+      if (op.kind == OpKind::Barrier) {
+        int late = world_->barrierLaggard(states_[i].generation);
+        if (late >= 0) return env_.globalOfLocal[late];
+      }
+    }
+    return -1;
+  }
+
+  // ---- cross-rank argument checks ----
+  void publishCall() {
+    shm::CallDescriptor d;
+    d.seq = call_.seq;
+    d.coll = static_cast<uint32_t>(call_.coll);
+    d.dtype = static_cast<uint32_t>(call_.dtype);
+    d.op = static_cast<uint32_t>(call_.op);
+    d.root = call_.root;
+    d.count = call_.count;
+    world_->publishCall(d);
+  }
+
+  Status checkPeerArgs() {
+    for (int l = 0; l < world_->localSize(); ++l) {
+      int g = env_.globalOfLocal[l];
+      if (g == env_.rank || peerChecked_[g]) continue;
+      auto d = world_->peerCall(l, call_.seq);
+      if (!d) continue;
+      peerChecked_[g] = 1;
+      std::string field = mismatch(*d);
+      if (!field.empty()) {
+        return Status(Code::InvalidUsage, "ranks disagree on call #" + std::to_string(call_.seq) + ": " + field +
+                                              " (rank " + std::to_string(env_.rank) + " vs rank " +
+                                              std::to_string(g) + ")");
+      }
+    }
+    return Status::ok();
+  }
+
+  std::string mismatch(const shm::CallDescriptor& d) const {
+    auto collOf = [](uint32_t c) { return std::string(collectiveName(static_cast<Collective>(c))); };
+    if (d.coll != static_cast<uint32_t>(call_.coll)) {
+      return "collective " + collOf(static_cast<uint32_t>(call_.coll)) + " vs " + collOf(d.coll);
+    }
+    if (call_.coll == Collective::SendRecv) return {};
+    if (d.count != call_.count) {
+      return "count " + std::to_string(call_.count) + " vs " + std::to_string(d.count);
+    }
+    if (d.dtype != static_cast<uint32_t>(call_.dtype)) {
+      return "datatype " + std::string(dataTypeName(call_.dtype)) + " vs " +
+             std::string(dataTypeName(static_cast<DataType>(d.dtype)));
+    }
+    bool reduces = call_.coll == Collective::AllReduce || call_.coll == Collective::Reduce ||
+                   call_.coll == Collective::ReduceScatter;
+    if (reduces && d.op != static_cast<uint32_t>(call_.op)) {
+      return "op " + std::string(redOpName(call_.op)) + " vs " + std::string(redOpName(static_cast<RedOp>(d.op)));
+    }
+    bool rooted = call_.coll == Collective::Reduce || call_.coll == Collective::Broadcast;
+    if (rooted && d.root != call_.root) {
+      return "root " + std::to_string(call_.root) + " vs " + std::to_string(d.root);
+    }
+    return {};
+  }
+
+  const Plan& plan_;
+  const ExecBuffers& bufs_;
+  const ExecCall& call_;
+  const ExecEnv& env_;
+  shm::ShmWorld* world_;
+  const size_t eltSize_;
+  const cpu::ReduceFn reduce_;
+  std::vector<OpState> states_;
+  std::vector<uint8_t> sendBusy_, recvBusy_, peerChecked_;
+  std::vector<const void*> srcPtrs_;
+  size_t round_ = 0;
+  Clock::time_point lastProgress_{};
+  Clock::time_point lastLiveness_{};
+};
+
+}  // namespace
+
+Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env) {
+  RankExecutor ex(plan, bufs, call, env);
+  return ex.run();
+}
+
+}  // namespace conflux

@@ -1,0 +1,60 @@
+// The executor: runs one rank's Plan over the shared-memory transport and the CPU kernels.
+//
+// It implements the round semantics of plan.h: the communication operations of a round progress together
+// (sends and receives to the same peer in listed order, streamed in pieces so that receivers reduce while
+// senders still write), then the round's local operations run in order. A rank that cannot progress spins
+// briefly and then sleeps on its doorbell; while it waits it watches for dead peers, errors posted by other
+// ranks, an abort, mismatched arguments and the no-progress timeout, so that a failure anywhere becomes an
+// error on every rank instead of a hang.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/plan.h"
+#include "core/error.h"
+#include "core/types.h"
+#include "kernels/cpu/reduce.h"
+#include "transport/shm/shm_world.h"
+
+namespace conflux {
+
+/// The caller's buffers for one call. For point-to-point batches send/recv are null and BufRef offsets
+/// are absolute addresses.
+struct ExecBuffers {
+  const std::byte* send = nullptr;
+  std::byte* recv = nullptr;
+  std::byte* scratch = nullptr;
+  MemSpace space = MemSpace::Host;
+};
+
+/// Everything about the call that the plan does not say.
+struct ExecCall {
+  Collective coll = Collective::AllReduce;
+  DataType dtype = DataType::Float32;
+  RedOp op = RedOp::Sum;
+  int root = 0;
+  uint64_t count = 0;
+  uint64_t seq = 0;           ///< 1-based call number on the communicator.
+  uint64_t stagingEpoch = 0;  ///< Picks one of the two staging areas (plans using staging only).
+};
+
+/// Long-lived state the executor needs from the communicator.
+struct ExecEnv {
+  shm::ShmWorld* world = nullptr;
+  int rank = 0;
+  int nranks = 1;
+  std::vector<int> localIndex;    ///< Global rank -> local rank (all ranks are local for now).
+  std::vector<int> globalOfLocal; ///< Local rank -> global rank.
+  int timeoutMs = 30000;
+  int spinCount = 2000;
+  bool checkArgs = true;
+  const std::atomic<bool>* aborted = nullptr;
+};
+
+/// Runs `plan` for this rank. Returns Ok, or the first error (also posted to every local rank).
+Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env);
+
+}  // namespace conflux

@@ -1,0 +1,78 @@
+// Internal helpers shared by the algorithm files (not part of the library's interface).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "algorithms/plan.h"
+
+namespace conflux::sched {
+
+inline uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+inline int mod(int a, int n) { return ((a % n) + n) % n; }
+
+/// `count` elements split into `parts` contiguous blocks; the first count % parts get one extra.
+struct Blocks {
+  uint64_t count = 0;
+  uint64_t parts = 1;
+  uint64_t len(uint64_t i) const { return count / parts + (i < count % parts ? 1 : 0); }
+  uint64_t off(uint64_t i) const { return i * (count / parts) + std::min<uint64_t>(i, count % parts); }
+  uint64_t maxLen() const { return count / parts + (count % parts ? 1 : 0); }
+};
+
+/// `ref` moved forward by `bytes`.
+inline BufRef at(BufRef ref, uint64_t bytes) {
+  ref.offset += bytes;
+  return ref;
+}
+
+/// Elements per pipelining chunk (at least 1; chunkBytes 0 means unchunked).
+inline uint64_t chunkElems(const PlanParams& p) {
+  if (p.chunkBytes == 0) return std::numeric_limits<uint64_t>::max() / 2;
+  return std::max<uint64_t>(1, p.chunkBytes / p.eltSize);
+}
+
+/// Number of chunks of `chunk` elements in `len` elements.
+inline uint64_t numChunks(uint64_t len, uint64_t chunk) { return ceilDiv(len, chunk); }
+
+/// Elements [first, first + n) of chunk `c` of a `len`-element range (n is 0 past the end).
+struct Piece {
+  uint64_t first = 0;
+  uint64_t n = 0;
+};
+inline Piece piece(uint64_t len, uint64_t chunk, int64_t c) {
+  if (c < 0) return {};
+  const uint64_t first = static_cast<uint64_t>(c) * chunk;
+  if (first >= len) return {};
+  return {first, std::min(chunk, len - first)};
+}
+
+inline bool isReduction(Collective c) {
+  return c == Collective::AllReduce || c == Collective::Reduce || c == Collective::ReduceScatter;
+}
+
+/// One rank: copy the input to the output (skipped by the executor when in place), then finalize.
+inline void singleRank(PlanBuilder& b, const PlanParams& p) {
+  const uint64_t bytes = p.count * p.eltSize;
+  b.copy(BufRef::recv(0), BufRef::send(0), bytes);
+  if (isReduction(p.coll)) {
+    b.nextRound();
+    b.finalize(BufRef::recv(0), bytes);
+  }
+}
+
+/// Throws Error(InvalidArgument) "<algo> does not support <collective>".
+[[noreturn]] void unsupported(const std::string& algo, Collective c);
+
+// Per-algorithm entry points; each switches on p.coll and calls unsupported() for the others.
+Plan buildRing(const PlanParams& p);
+Plan buildRecHalvingDoubling(const PlanParams& p);
+Plan buildBinomialTree(const PlanParams& p);
+Plan buildDoubleBinaryTree(const PlanParams& p);
+Plan buildOneShot(const PlanParams& p, const std::string& name);
+Plan buildTwoShot(const PlanParams& p);
+Plan buildPairwise(const PlanParams& p);
+
+}  // namespace conflux::sched

@@ -1,0 +1,124 @@
+#include "algorithms/selector.h"
+
+#include <string_view>
+
+#include "core/error.h"
+
+namespace conflux {
+namespace {
+
+// Below this many bytes per call the one-shot direct algorithms win: one barrier, every rank reads all
+// inputs (latency bound). Above it two-shot splits the reduction work between ranks (bandwidth bound).
+constexpr uint64_t kOneShotMaxBytes = 64 * 1024;
+
+std::string human(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  double v = static_cast<double>(bytes);
+  while (v >= 1024 && u < 3) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  snprintf(buf, sizeof buf, v == static_cast<uint64_t>(v) ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+std::optional<Collective> parseCollective(std::string_view s) {
+  for (int c = 0; c < kNumCollectives; ++c) {
+    if (collectiveName(static_cast<Collective>(c)) == s) return static_cast<Collective>(c);
+  }
+  return std::nullopt;
+}
+
+[[noreturn]] void badAlgo(const std::string& spec, const std::string& why) {
+  throw Error(Code::InvalidArgument, "CONFLUX_ALGO='" + spec + "': " + why);
+}
+
+}  // namespace
+
+Selector::Selector(const std::string& forced) {
+  if (forced.empty()) return;
+  size_t pos = 0;
+  while (pos <= forced.size()) {
+    size_t comma = forced.find(',', pos);
+    std::string item = forced.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      auto a = parseAlgo(item);
+      if (!a) badAlgo(forced, "unknown algorithm '" + item + "'");
+      forcedAll_ = *a;
+    } else {
+      auto c = parseCollective(item.substr(0, eq));
+      auto a = parseAlgo(item.substr(eq + 1));
+      if (!c) badAlgo(forced, "unknown collective '" + item.substr(0, eq) + "'");
+      if (!a) badAlgo(forced, "unknown algorithm '" + item.substr(eq + 1) + "'");
+      forcedPer_[*c] = *a;
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+}
+
+Selection Selector::select(Collective coll, uint64_t bytes, const CommShape& shape) const {
+  std::optional<Algo> forced;
+  if (auto it = forcedPer_.find(coll); it != forcedPer_.end()) forced = it->second;
+  else if (forcedAll_) forced = forcedAll_;
+  if (forced) {
+    bool direct = algoUsesStaging(*forced);
+    if (algoSupports(*forced, coll, shape.nranks) && (!direct || shape.allLocal)) {
+      return {*forced, "forced by CONFLUX_ALGO"};
+    }
+    Selection s = supported(byDefault(coll, bytes, shape), coll, shape);
+    s.reason = "CONFLUX_ALGO=" + std::string(algoName(*forced)) + " does not apply to " +
+               std::string(collectiveName(coll)) + " here; " + s.reason;
+    return s;
+  }
+  return supported(byDefault(coll, bytes, shape), coll, shape);
+}
+
+Selection Selector::supported(Selection s, Collective coll, const CommShape& shape) const {
+  if (algoSupports(s.algo, coll, shape.nranks)) return s;
+  for (Algo a : algosFor(coll)) {
+    if (algoSupports(a, coll, shape.nranks) && (!algoUsesStaging(a) || shape.allLocal)) {
+      return {a, s.reason + " (" + std::string(algoName(s.algo)) + " does not apply; using " +
+                     std::string(algoName(a)) + ")"};
+    }
+  }
+  return s;
+}
+
+Selection Selector::byDefault(Collective coll, uint64_t bytes, const CommShape& shape) const {
+  const std::string n = std::to_string(shape.nranks) + " ranks";
+  if (shape.nranks == 1) return {Algo::Pairwise, "1 rank: local copy"};
+  if (coll == Collective::SendRecv) return {Algo::Pairwise, "point-to-point batch"};
+  if (shape.allLocal) {
+    const std::string shared = n + " share memory";
+    switch (coll) {
+      case Collective::AllReduce:
+        if (bytes <= kOneShotMaxBytes) {
+          return {Algo::OneShot, shared + " and " + human(bytes) + " <= " + human(kOneShotMaxBytes) +
+                                     ": one-shot (each rank reduces all inputs, one barrier)"};
+        }
+        return {Algo::TwoShot, shared + " and " + human(bytes) + " > " + human(kOneShotMaxBytes) +
+                                   ": two-shot (each rank reduces 1/n, then all copy)"};
+      case Collective::AllToAll:
+        return {Algo::OneShot, shared + ": direct (each rank reads its block from every peer)"};
+      default:
+        return {Algo::OneShot, shared + ": direct load/store on peers' staging"};
+    }
+  }
+  switch (coll) {
+    case Collective::AllReduce:
+      return {Algo::Ring, n + " across nodes: ring"};
+    case Collective::Broadcast:
+    case Collective::Reduce:
+      return {Algo::BinomialTree, n + " across nodes: binomial tree"};
+    case Collective::AllToAll:
+      return {Algo::Pairwise, n + " across nodes: pairwise exchange"};
+    default:
+      return {Algo::Ring, n + " across nodes: ring"};
+  }
+}
+
+}  // namespace conflux

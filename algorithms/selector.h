@@ -1,0 +1,42 @@
+// The first algorithm selector: picks by collective, message size and communicator shape, and says why.
+// CONFLUX_ALGO forces a choice ("ring", or per collective "allreduce=ring,broadcast=tree").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "algorithms/algorithms.h"
+#include "core/types.h"
+
+namespace conflux {
+
+/// The communicator shape the selector needs.
+struct CommShape {
+  int nranks = 1;
+  int numNodes = 1;
+  bool allLocal = true;   ///< Every rank shares memory with every other (direct algorithms possible).
+};
+
+struct Selection {
+  Algo algo = Algo::Ring;
+  std::string reason;     ///< One line, e.g. "4 ranks share memory and 4 MiB > 64 KiB: two-shot".
+};
+
+class Selector {
+ public:
+  /// Parses `forced` (the CONFLUX_ALGO value); throws Error(InvalidArgument) naming CONFLUX_ALGO on a bad value.
+  explicit Selector(const std::string& forced = "");
+
+  Selection select(Collective coll, uint64_t bytes, const CommShape& shape) const;
+
+ private:
+  Selection byDefault(Collective coll, uint64_t bytes, const CommShape& shape) const;
+  /// `s` when its algorithm implements `coll` on this shape, else the first algorithm that does.
+  Selection supported(Selection s, Collective coll, const CommShape& shape) const;
+  std::optional<Algo> forcedAll_;
+  std::map<Collective, Algo> forcedPer_;
+};
+
+}  // namespace conflux

@@ -1,0 +1,259 @@
+#include "src/communicator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/bootstrap/bootstrap.h"
+#include "core/bootstrap/store_client.h"
+#include "core/bootstrap/store_server.h"
+#include "core/bootstrap/unique_id.h"
+#include "core/config.h"
+#include "core/host_id.h"
+#include "core/log.h"
+
+namespace conflux {
+namespace {
+
+// What every rank tells the others at init.
+struct PeerInfo {
+  char hostId[240];
+  int64_t pid;
+};
+
+std::vector<uint8_t> toBytes(const PeerInfo& info) {
+  std::vector<uint8_t> v(sizeof info);
+  std::memcpy(v.data(), &info, sizeof info);
+  return v;
+}
+
+bool samePlanParams(const PlanParams& a, const PlanParams& b) {
+  return a.coll == b.coll && a.nranks == b.nranks && a.rank == b.rank && a.count == b.count &&
+         a.eltSize == b.eltSize && a.root == b.root && a.stagingBytes == b.stagingBytes &&
+         a.chunkBytes == b.chunkBytes;
+}
+
+}  // namespace
+
+std::unique_ptr<CommunicatorImpl> CommunicatorImpl::create(const bootstrap::UniqueId& id, int nranks, int rank,
+                                                   std::shared_ptr<bootstrap::StoreServer> server) {
+  std::unique_ptr<CommunicatorImpl> comm(new CommunicatorImpl());
+  comm->init(id, nranks, rank, std::move(server));
+  return comm;
+}
+
+CommunicatorImpl::~CommunicatorImpl() = default;
+
+void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
+                        std::shared_ptr<bootstrap::StoreServer> server) {
+  rank_ = rank;
+  nranks_ = nranks;
+  log::setThreadRank(rank);
+  const int timeoutMs = static_cast<int>(config::getInt(config::Var::TIMEOUT_MS));
+  selector_ = Selector(config::getString(config::Var::ALGO));
+
+  auto client = std::make_unique<bootstrap::StoreClient>(id, std::chrono::milliseconds(timeoutMs));
+  bootstrap::Bootstrap boot(std::move(client), rank, nranks, "comm");
+
+  // Who is where.
+  PeerInfo mine{};
+  std::string host = hostIdentity();
+  std::strncpy(mine.hostId, host.c_str(), sizeof mine.hostId - 1);
+  mine.pid = getpid();
+  std::vector<uint8_t> all = boot.allGather(toBytes(mine));
+  std::vector<std::string> hosts(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    PeerInfo p;
+    std::memcpy(&p, all.data() + r * sizeof(PeerInfo), sizeof p);
+    p.hostId[sizeof p.hostId - 1] = '\0';
+    hosts[r] = p.hostId;
+  }
+  LocalLayout layout = computeLocalLayout(hosts, rank);
+  localRank_ = layout.localRank;
+  localSize_ = layout.localSize;
+  numNodes_ = layout.numNodes;
+  if (numNodes_ > 1) {
+    throw Error(Code::InvalidUsage, "ranks span " + std::to_string(numNodes_) +
+                                        " nodes (by host identity), but this build has no inter-node transport; "
+                                        "run all ranks on one node or set the same CONFLUX_HOSTID");
+  }
+
+  // Shared memory among the ranks of this node.
+  shm::ShmConfig cfg;
+  cfg.dir = config::getString(config::Var::SHM_DIR);
+  cfg.jobTag = bootstrap::jobTag(id);
+  cfg.localRank = localRank_;
+  cfg.localSize = localSize_;
+  cfg.globalRanks = layout.localRanks;
+  cfg.channelBytes = static_cast<size_t>(config::getInt(config::Var::SHM_CHANNEL_BYTES));
+  cfg.stagingBytes = static_cast<size_t>(config::getInt(config::Var::SHM_STAGING_BYTES));
+  shm::LocalExchange ex;
+  ex.allGather = [&](const std::vector<uint8_t>& v) { return boot.allGatherAmong(layout.localRanks, v); };
+  ex.barrier = [&] { boot.barrierAmong(layout.localRanks); };
+  world_ = shm::ShmWorld::create(cfg, ex);
+  stagingBytes_ = world_->stagingBytes();
+
+  env_.world = world_.get();
+  env_.rank = rank_;
+  env_.nranks = nranks_;
+  env_.localIndex.assign(nranks_, -1);
+  env_.globalOfLocal = layout.localRanks;
+  for (int l = 0; l < localSize_; ++l) env_.localIndex[layout.localRanks[l]] = l;
+  env_.timeoutMs = timeoutMs;
+  env_.spinCount = static_cast<int>(config::getInt(config::Var::SPIN_COUNT));
+  // More local ranks than cores: a spinning rank steals the core its peer needs, so block almost at once.
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus > 0 && localSize_ > cpus) env_.spinCount = std::min(env_.spinCount, 50);
+  env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
+  env_.aborted = &aborted_;
+  planCacheSize_ = static_cast<size_t>(std::max<int64_t>(0, config::getInt(config::Var::PLAN_CACHE)));
+  shape_ = CommShape{nranks_, numNodes_, numNodes_ == 1};
+
+  // Every rank passes this barrier and then leaves the store; the process hosting the store waits until
+  // all have left, so that its store can go away without stranding a slow rank mid-barrier.
+  boot.barrier();
+  boot.finish(server != nullptr);
+  CFX_INFO(kInit, "rank %d/%d ready: local rank %d/%d, %d node(s), shm staging %zu bytes", rank_, nranks_,
+           localRank_, localSize_, numNodes_, static_cast<size_t>(stagingBytes_));
+}
+
+std::shared_ptr<const Plan> CommunicatorImpl::planFor(Algo algo, const PlanParams& p) {
+  for (auto it = planCache_.begin(); it != planCache_.end(); ++it) {
+    if (it->algo == algo && samePlanParams(it->params, p)) {
+      planCache_.splice(planCache_.begin(), planCache_, it);
+      return it->plan;
+    }
+  }
+  auto plan = std::make_shared<const Plan>(buildPlan(algo, p));
+  if (planCacheSize_ > 0) {
+    planCache_.push_front({algo, p, plan});
+    if (planCache_.size() > planCacheSize_) planCache_.pop_back();
+  }
+  return plan;
+}
+
+Status CommunicatorImpl::run(const CallArgs& a) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (Status e = asyncError(); !e) return Status(e.code(), "communicator is out of service: " + e.message());
+  if (a.count == 0) return Status::ok();
+
+  PlanParams p;
+  p.coll = a.coll;
+  p.nranks = nranks_;
+  p.rank = rank_;
+  p.count = a.count;
+  p.eltSize = static_cast<uint32_t>(dataTypeSize(a.dtype));
+  p.root = a.root;
+  p.stagingBytes = stagingBytes_;
+  p.chunkBytes = chunkBytes_;
+  const uint64_t bytes = bufferSizes(p).recv > bufferSizes(p).send ? bufferSizes(p).recv : bufferSizes(p).send;
+  Selection sel = selector_.select(a.coll, bytes, shape_);
+  std::shared_ptr<const Plan> plan;
+  try {
+    plan = planFor(sel.algo, p);
+  } catch (const Error& e) {
+    return e.status();  // nothing was communicated: the communicator stays usable
+  }
+  CFX_INFO(kColl, "%s count=%llu %s %s root=%d: %s (%s)", std::string(collectiveName(a.coll)).c_str(),
+           static_cast<unsigned long long>(a.count), std::string(dataTypeName(a.dtype)).c_str(),
+           std::string(redOpName(a.op)).c_str(), a.root, plan->algorithm.c_str(), sel.reason.c_str());
+
+  if (scratch_.size() < plan->scratchBytes) scratch_.resize(plan->scratchBytes);
+  ExecBuffers bufs;
+  bufs.send = static_cast<const std::byte*>(a.send);
+  bufs.recv = static_cast<std::byte*>(a.recv);
+  bufs.scratch = scratch_.data();
+  ExecCall call;
+  call.coll = a.coll;
+  call.dtype = a.dtype;
+  call.op = a.op;
+  call.root = a.root;
+  call.count = a.count;
+  return execute(*plan, bufs, call);
+}
+
+Status CommunicatorImpl::runP2p(const std::vector<P2pOp>& ops) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (Status e = asyncError(); !e) return Status(e.code(), "communicator is out of service: " + e.message());
+
+  // One round: every send and receive progresses concurrently, so batched exchanges cannot deadlock.
+  // Sends to self are matched in order with receives from self and become local copies.
+  PlanBuilder b("p2p");
+  std::vector<const P2pOp*> selfSends, selfRecvs;
+  for (const P2pOp& op : ops) {
+    if (op.bytes == 0) continue;
+    if (op.peer == rank_) {
+      (op.isSend ? selfSends : selfRecvs).push_back(&op);
+      continue;
+    }
+    auto addr = reinterpret_cast<uintptr_t>(op.buf);
+    if (op.isSend) b.send(op.peer, BufRef::send(addr), op.bytes);
+    else b.recv(op.peer, BufRef::recv(addr), op.bytes);
+  }
+  if (selfSends.size() != selfRecvs.size()) {
+    return Status(Code::InvalidUsage, "a group sends " + std::to_string(selfSends.size()) +
+                                          " message(s) to this rank itself but receives " +
+                                          std::to_string(selfRecvs.size()));
+  }
+  for (size_t i = 0; i < selfSends.size(); ++i) {
+    if (selfSends[i]->bytes != selfRecvs[i]->bytes) {
+      return Status(Code::InvalidUsage, "send to self of " + std::to_string(selfSends[i]->bytes) +
+                                            " bytes is matched by a receive of " +
+                                            std::to_string(selfRecvs[i]->bytes) + " bytes");
+    }
+    b.copy(BufRef::recv(reinterpret_cast<uintptr_t>(selfRecvs[i]->buf)),
+           BufRef::send(reinterpret_cast<uintptr_t>(selfSends[i]->buf)), selfSends[i]->bytes);
+  }
+  Plan plan = b.finish();
+  if (plan.rounds.empty()) return Status::ok();
+  CFX_INFO(kP2p, "point-to-point batch of %zu operation(s)", ops.size());
+  ExecCall call;
+  call.coll = Collective::SendRecv;
+  call.dtype = DataType::Uint8;
+  return execute(plan, ExecBuffers{}, call);
+}
+
+Status CommunicatorImpl::execute(const Plan& plan, const ExecBuffers& bufs, ExecCall call) {
+  call.seq = ++seq_;
+  if (plan.stagingBytes > 0) call.stagingEpoch = stagingEpoch_++;
+  Status s = conflux::execute(plan, bufs, call, env_);
+  if (!s) return failed(s);
+  return s;
+}
+
+Status CommunicatorImpl::failed(const Status& s) {
+  std::lock_guard<std::mutex> lock(errorMutex_);
+  if (error_.isOk()) error_ = s;
+  return s;
+}
+
+void CommunicatorImpl::abort() {
+  aborted_.store(true, std::memory_order_release);
+  failed(Status(Code::Aborted, "rank " + std::to_string(rank_) + " aborted the communicator"));
+  if (world_) {
+    shm::SharedError e;
+    e.code = static_cast<int>(Code::Aborted);
+    e.failedRank = rank_;
+    e.reporterRank = rank_;
+    e.message = "rank " + std::to_string(rank_) + " aborted the communicator";
+    world_->postError(e);
+    world_->wakeSelf();
+  }
+}
+
+Status CommunicatorImpl::asyncError() const {
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (!error_.isOk()) return error_;
+  }
+  // A failure elsewhere is visible here even while this rank is between calls.
+  if (world_) {
+    if (auto e = world_->error()) {
+      return Status(static_cast<Code>(e->code), "rank " + std::to_string(e->reporterRank) + " reported: " + e->message);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace conflux

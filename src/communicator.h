@@ -1,0 +1,108 @@
+// The communicator: who the ranks are, the transports between them, and the call path that turns one
+// collective call into a plan, runs it and records errors.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "algorithms/executor.h"
+#include "algorithms/plan.h"
+#include "algorithms/selector.h"
+#include "core/error.h"
+#include "core/types.h"
+#include "transport/shm/shm_world.h"
+
+namespace conflux {
+
+namespace bootstrap {
+struct UniqueId;
+class StoreServer;
+}  // namespace bootstrap
+
+/// One collective (or point-to-point batch) call, as the API received it.
+struct CallArgs {
+  Collective coll = Collective::AllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  uint64_t count = 0;
+  DataType dtype = DataType::Float32;
+  RedOp op = RedOp::Sum;
+  int root = 0;
+};
+
+/// One send or receive of a point-to-point batch.
+struct P2pOp {
+  bool isSend = true;
+  const void* buf = nullptr;  // recv buffers are cast back
+  uint64_t bytes = 0;
+  int peer = 0;
+};
+
+class CommunicatorImpl {
+ public:
+  /// Joins the communicator described by `id` (collective over all ranks). `server` keeps the rendezvous
+  /// store alive when this process hosts it. Throws Error.
+  static std::unique_ptr<CommunicatorImpl> create(const bootstrap::UniqueId& id, int nranks, int rank,
+                                              std::shared_ptr<bootstrap::StoreServer> server);
+  ~CommunicatorImpl();
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  int localRank() const { return localRank_; }
+  int localSize() const { return localSize_; }
+
+  /// Runs one collective; `args` must already be validated.
+  Status run(const CallArgs& args);
+  /// Runs a batch of sends and receives concurrently (a group's point-to-point part).
+  Status runP2p(const std::vector<P2pOp>& ops);
+
+  /// Marks the communicator aborted: blocked calls return, peers see an error.
+  void abort();
+  /// Ok while healthy, otherwise the error that put the communicator out of service.
+  Status asyncError() const;
+
+ private:
+  CommunicatorImpl() = default;
+  void init(const bootstrap::UniqueId& id, int nranks, int rank,
+            std::shared_ptr<bootstrap::StoreServer> server);
+  std::shared_ptr<const Plan> planFor(Algo algo, const PlanParams& p);
+  Status execute(const Plan& plan, const ExecBuffers& bufs, ExecCall call);
+  Status failed(const Status& s);
+
+  int rank_ = 0;
+  int nranks_ = 1;
+  int localRank_ = 0;
+  int localSize_ = 1;
+  int numNodes_ = 1;
+  std::unique_ptr<shm::ShmWorld> world_;
+  ExecEnv env_;
+  Selector selector_;
+  CommShape shape_;
+
+  std::mutex mutex_;                 // one call at a time
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex errorMutex_;
+  Status error_;                     // sticky
+
+  uint64_t seq_ = 0;
+  uint64_t stagingEpoch_ = 0;
+  uint64_t stagingBytes_ = 0;
+  uint64_t chunkBytes_ = 1 << 20;
+  std::vector<std::byte> scratch_;
+
+  struct CachedPlan {
+    Algo algo;
+    PlanParams params;
+    std::shared_ptr<const Plan> plan;
+  };
+  std::list<CachedPlan> planCache_;  // most recently used first
+  size_t planCacheSize_ = 16;
+};
+
+}  // namespace conflux

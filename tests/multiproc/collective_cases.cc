@@ -1,0 +1,203 @@
+#include "tests/multiproc/collective_cases.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "tests/multiproc/reference.h"
+
+namespace conflux::testing {
+namespace {
+
+constexpr uint8_t kSentinel = 0xA5;
+
+// Inputs repeat with period 33 (reductions: lcm of 11 and 3) or 101 (data movement) in the element
+// index, so a buffer is filled by computing one period and doubling it with memcpy. Keeps the reference
+// cheap enough to check every element of million-element cases on 8 ranks sharing 2 cores.
+constexpr uint64_t kPeriod = 33 * 101;
+
+template <class F>
+void fillPeriodic(std::byte* dst, uint64_t count, size_t elt, F&& element) {
+  uint64_t first = std::min(count, kPeriod);
+  for (uint64_t i = 0; i < first; ++i) element(i);
+  for (uint64_t done = first; done < count;) {
+    uint64_t n = std::min(done, count - done) / kPeriod * kPeriod;
+    if (n == 0) n = std::min(kPeriod, count - done);
+    std::memcpy(dst + done * elt, dst, n * elt);
+    done += n;
+  }
+}
+
+const char* collName(Coll c) {
+  switch (c) {
+    case Coll::AllReduce: return "allreduce";
+    case Coll::Reduce: return "reduce";
+    case Coll::Broadcast: return "broadcast";
+    case Coll::AllGather: return "allgather";
+    case Coll::ReduceScatter: return "reducescatter";
+    case Coll::AllToAll: return "alltoall";
+  }
+  return "?";
+}
+
+bool reduces(Coll c) { return c == Coll::AllReduce || c == Coll::Reduce || c == Coll::ReduceScatter; }
+
+struct Case {
+  Coll coll;
+  cfxDataType_t type;
+  cfxRedOp_t op;
+  uint64_t count;
+  bool inPlace;
+  int root;
+};
+
+class CaseRunner {
+ public:
+  CaseRunner(cfxComm_t comm) : comm_(comm) {
+    cfxCommUserRank(comm, &rank_);
+    cfxCommCount(comm, &n_);
+  }
+
+  // Returns true when the case passed.
+  bool run(const Case& c) {
+    const size_t elt = typeSize(c.type);
+    const uint64_t n = static_cast<uint64_t>(n_);
+    uint64_t sendCount = c.count, recvCount = c.count;
+    if (c.coll == Coll::AllGather) recvCount = c.count * n;
+    if (c.coll == Coll::ReduceScatter) sendCount = c.count * n;
+    if (c.coll == Coll::AllToAll) sendCount = recvCount = c.count * n;
+    const bool red = reduces(c.coll);
+
+    // Buffers: in place, one buffer holds both as the collective defines.
+    uint64_t bufCount = c.inPlace ? std::max(sendCount, recvCount) : sendCount;
+    send_.assign(bufCount * elt + 1, std::byte{0});
+    recv_.assign(c.inPlace ? 0 : recvCount * elt + 1, std::byte{kSentinel});
+    std::byte* sendPtr = send_.data();
+    std::byte* recvPtr = c.inPlace ? send_.data() : recv_.data();
+    if (c.inPlace && c.coll == Coll::AllGather) sendPtr = send_.data() + rank_ * c.count * elt;
+    if (c.inPlace && c.coll == Coll::ReduceScatter) recvPtr = send_.data() + rank_ * c.count * elt;
+    if (c.inPlace && c.coll == Coll::AllGather) std::memset(send_.data(), kSentinel, send_.size());
+    fillPeriodic(sendPtr, sendCount, elt,
+                 [&](uint64_t i) { storeValue(c.type, sendPtr, i, inputValue(c.type, c.op, red, rank_, i)); });
+    before_.assign(recvPtr, recvPtr + recvCount * elt);
+
+    cfxResult_t r = call(c, sendPtr, recvPtr);
+    if (r != cfxSuccess) {
+      report(c, "returned " + std::string(cfxGetErrorString(r)) + ": " + cfxGetLastError(comm_));
+      return false;
+    }
+    expected(c, recvCount);
+    const bool writes = !(c.coll == Coll::Reduce && rank_ != c.root);
+    const std::byte* want = writes ? expect_.data() : before_.data();
+    if (std::memcmp(recvPtr, want, recvCount * elt) == 0) return true;
+    int shown = 0;
+    for (uint64_t i = 0; i < recvCount && shown < 3; ++i) {
+      if (std::memcmp(recvPtr + i * elt, want + i * elt, elt) != 0) {
+        report(c, "element " + std::to_string(i) + ": got " + showValue(c.type, recvPtr, i) + ", want " +
+                      showValue(c.type, want, i));
+        ++shown;
+      }
+    }
+    return false;
+  }
+
+ private:
+  cfxResult_t call(const Case& c, const void* s, void* r) {
+    switch (c.coll) {
+      case Coll::AllReduce: return cfxAllReduce(s, r, c.count, c.type, c.op, comm_, nullptr);
+      case Coll::Reduce: return cfxReduce(s, r, c.count, c.type, c.op, c.root, comm_, nullptr);
+      case Coll::Broadcast: return cfxBroadcast(s, r, c.count, c.type, c.root, comm_, nullptr);
+      case Coll::AllGather: return cfxAllGather(s, r, c.count, c.type, comm_, nullptr);
+      case Coll::ReduceScatter: return cfxReduceScatter(s, r, c.count, c.type, c.op, comm_, nullptr);
+      case Coll::AllToAll: return cfxAllToAll(s, r, c.count, c.type, comm_, nullptr);
+    }
+    return cfxInternalError;
+  }
+
+  void expected(const Case& c, uint64_t recvCount) {
+    const size_t elt = typeSize(c.type);
+    expect_.assign(recvCount * elt, std::byte{0});
+    std::byte* out = expect_.data();
+    const bool red = reduces(c.coll);
+    auto reduced = [&](uint64_t i, uint64_t index) {
+      int64_t vals[64];
+      for (int k = 0; k < n_; ++k) vals[k] = inputValue(c.type, c.op, red, k, index);
+      storeReduced(c.type, c.op, out, i, vals, n_);
+    };
+    switch (c.coll) {
+      case Coll::AllReduce:
+      case Coll::Reduce:
+        fillPeriodic(out, recvCount, elt, [&](uint64_t i) { reduced(i, i); });
+        break;
+      case Coll::ReduceScatter: {
+        // The global index rank*count + i is what repeats; kPeriod-periodic in i all the same.
+        uint64_t base = static_cast<uint64_t>(rank_) * c.count;
+        fillPeriodic(out, recvCount, elt, [&](uint64_t i) { reduced(i, base + i); });
+        break;
+      }
+      case Coll::Broadcast:
+        fillPeriodic(out, recvCount, elt,
+                     [&](uint64_t i) { storeValue(c.type, out, i, inputValue(c.type, c.op, red, c.root, i)); });
+        break;
+      case Coll::AllGather:
+      case Coll::AllToAll:
+        for (int from = 0; from < n_; ++from) {
+          std::byte* block = out + static_cast<uint64_t>(from) * c.count * elt;
+          uint64_t base = c.coll == Coll::AllToAll ? static_cast<uint64_t>(rank_) * c.count : 0;
+          fillPeriodic(block, c.count, elt, [&](uint64_t i) {
+            storeValue(c.type, block, i, inputValue(c.type, c.op, red, from, base + i));
+          });
+        }
+        break;
+    }
+  }
+
+  void report(const Case& c, const std::string& what) {
+    fprintf(stderr, "FAIL rank %d/%d: %s %s type=%d op=%d count=%llu root=%d: %s\n", rank_, n_,
+            collName(c.coll), c.inPlace ? "in-place" : "out-of-place", static_cast<int>(c.type),
+            static_cast<int>(c.op), static_cast<unsigned long long>(c.count), c.root, what.c_str());
+  }
+
+  cfxComm_t comm_;
+  int rank_ = 0;
+  int n_ = 1;
+  std::vector<std::byte> send_, recv_, before_, expect_;
+};
+
+}  // namespace
+
+Sweep fullSweep(std::vector<uint64_t> counts) {
+  Sweep s;
+  s.colls = {Coll::AllReduce, Coll::Reduce, Coll::Broadcast, Coll::AllGather, Coll::ReduceScatter, Coll::AllToAll};
+  for (int t = 0; t < cfxNumTypes; ++t) s.types.push_back(static_cast<cfxDataType_t>(t));
+  for (int o = 0; o < cfxNumOps; ++o) s.ops.push_back(static_cast<cfxRedOp_t>(o));
+  s.counts = std::move(counts);
+  return s;
+}
+
+int runSweep(cfxComm_t comm, const Sweep& sweep) {
+  CaseRunner runner(comm);
+  int n = 1;
+  cfxCommCount(comm, &n);
+  int failures = 0;
+  for (Coll coll : sweep.colls) {
+    const bool red = reduces(coll);
+    const bool rooted = coll == Coll::Reduce || coll == Coll::Broadcast;
+    for (cfxDataType_t t : sweep.types) {
+      for (size_t oi = 0; oi < (red ? sweep.ops.size() : 1); ++oi) {
+        cfxRedOp_t op = red ? sweep.ops[oi] : cfxSum;
+        for (uint64_t count : sweep.counts) {
+          for (int inPlace = 0; inPlace <= (sweep.inPlaceToo && coll != Coll::AllToAll ? 1 : 0); ++inPlace) {
+            // Rotate the root through the ranks so that every rank is the root sometimes.
+            int root = rooted ? static_cast<int>((count + static_cast<uint64_t>(t) + oi) % static_cast<uint64_t>(n)) : 0;
+            if (!runner.run({coll, t, op, count, inPlace != 0, root})) ++failures;
+            if (failures > 20) return failures;
+          }
+        }
+      }
+    }
+  }
+  return failures;
+}
+
+}  // namespace conflux::testing

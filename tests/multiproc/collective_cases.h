@@ -1,0 +1,28 @@
+// One rank's side of the collective correctness sweep: runs every case on one communicator and checks
+// every output element against the reference.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "conflux/conflux.h"
+
+namespace conflux::testing {
+
+enum class Coll { AllReduce, Reduce, Broadcast, AllGather, ReduceScatter, AllToAll };
+
+struct Sweep {
+  std::vector<Coll> colls;
+  std::vector<cfxDataType_t> types;
+  std::vector<cfxRedOp_t> ops;
+  std::vector<uint64_t> counts;
+  bool inPlaceToo = true;
+};
+
+/// Sweep covering every collective, datatype and op, in and out of place, over `counts`.
+Sweep fullSweep(std::vector<uint64_t> counts);
+
+/// Runs the sweep on `comm`; returns the number of failed cases (details printed to stderr).
+int runSweep(cfxComm_t comm, const Sweep& sweep);
+
+}  // namespace conflux::testing

@@ -1,0 +1,42 @@
+// Runs a test body in N real processes (fork), one per rank, with a unique id made by rank 0 and handed
+// to the others through shared memory set up before the fork. Each child exits with 0 when its body
+// reported no failure; the parent collects exit codes with a deadline and kills stragglers.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "conflux/conflux.h"
+
+namespace conflux::testing {
+
+struct RankOutcome {
+  int rank = 0;
+  int pid = 0;
+  int exitCode = -1;   ///< -1 when killed by a signal or timed out
+  int signal = 0;
+  bool timedOut = false;
+};
+
+struct RunOptions {
+  int timeoutSec = 240;
+  /// Environment set in every child before the body runs (name, value).
+  std::vector<std::pair<std::string, std::string>> env;
+  /// Called in the parent with the children's pids once all are running (e.g. to kill one).
+  std::function<void(const std::vector<int>& pids)> whileRunning;
+};
+
+/// body(rank, nranks, id) runs in each child; its return value (0 = ok) and gtest failures set the exit code.
+using RankBody = std::function<int(int rank, int nranks, const cfxUniqueId& id)>;
+
+std::vector<RankOutcome> runRanks(int nranks, const RankBody& body, const RunOptions& opts = {});
+
+/// True when every rank exited with code 0; otherwise adds a gtest failure describing each bad rank.
+bool allSucceeded(const std::vector<RankOutcome>& outcomes);
+
+/// Names of files in /dev/shm whose name starts with `prefix`.
+std::vector<std::string> shmFiles(const std::string& prefix = "conflux-");
+
+}  // namespace conflux::testing

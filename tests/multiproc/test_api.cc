@@ -1,0 +1,186 @@
+// The public API on real processes: argument errors name the argument and corrupt nothing, group
+// send/recv batches cannot deadlock, and the C++ API (RAII, spans, async requests, exceptions) works.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "conflux/conflux.hpp"
+#include "tests/multiproc/harness.h"
+
+using namespace conflux::testing;
+
+namespace {
+
+bool mentions(const std::string& what) {
+  std::string msg = cfxGetLastError(nullptr);
+  bool ok = msg.find(what) != std::string::npos;
+  if (!ok) fprintf(stderr, "last error '%s' does not mention '%s'\n", msg.c_str(), what.c_str());
+  return ok;
+}
+
+TEST(Api, BadArgumentsNameTheArgumentAndCorruptNothing) {
+  auto out = runRanks(2, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    EXPECT_EQ(cfxCommInitRank(nullptr, nranks, id, rank), cfxInvalidArgument);
+    EXPECT_TRUE(mentions("comm"));
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    std::vector<float> buf(64, 1.0f), res(64, 0.0f);
+    EXPECT_EQ(cfxAllReduce(nullptr, res.data(), 64, cfxFloat32, cfxSum, comm, nullptr), cfxInvalidArgument);
+    EXPECT_TRUE(mentions("sendbuff"));
+    EXPECT_EQ(cfxAllReduce(buf.data(), nullptr, 64, cfxFloat32, cfxSum, comm, nullptr), cfxInvalidArgument);
+    EXPECT_TRUE(mentions("recvbuff"));
+    EXPECT_EQ(cfxAllReduce(buf.data(), res.data(), 64, static_cast<cfxDataType_t>(42), cfxSum, comm, nullptr),
+              cfxInvalidArgument);
+    EXPECT_TRUE(mentions("datatype"));
+    EXPECT_EQ(cfxAllReduce(buf.data(), res.data(), 64, cfxFloat32, static_cast<cfxRedOp_t>(-1), comm, nullptr),
+              cfxInvalidArgument);
+    EXPECT_TRUE(mentions("op"));
+    EXPECT_EQ(cfxAllReduce(buf.data(), res.data(), std::numeric_limits<size_t>::max(), cfxFloat32, cfxSum, comm,
+                           nullptr),
+              cfxInvalidArgument);
+    EXPECT_TRUE(mentions("count"));
+    EXPECT_EQ(cfxAllGather(buf.data(), res.data(), std::numeric_limits<size_t>::max() / 8, cfxFloat64, comm, nullptr),
+              cfxInvalidArgument);
+    EXPECT_TRUE(mentions("count"));
+    EXPECT_EQ(cfxBroadcast(buf.data(), buf.data(), 64, cfxFloat32, 7, comm, nullptr), cfxInvalidArgument);
+    EXPECT_TRUE(mentions("root"));
+    EXPECT_EQ(cfxReduce(buf.data(), res.data(), 64, cfxFloat32, cfxSum, -1, comm, nullptr), cfxInvalidArgument);
+    EXPECT_TRUE(mentions("root"));
+    EXPECT_EQ(cfxSend(buf.data(), 64, cfxFloat32, 9, comm, nullptr), cfxInvalidArgument);
+    EXPECT_TRUE(mentions("peer"));
+    EXPECT_EQ(cfxRecv(nullptr, 64, cfxFloat32, 0, comm, nullptr), cfxInvalidArgument);
+    EXPECT_TRUE(mentions("recvbuff"));
+    EXPECT_EQ(cfxAllReduce(buf.data(), res.data(), 64, cfxFloat32, cfxSum, nullptr, nullptr), cfxInvalidArgument);
+    EXPECT_TRUE(mentions("comm"));
+    int fakeStream = 0;
+    EXPECT_EQ(cfxAllReduce(buf.data(), res.data(), 64, cfxFloat32, cfxSum, comm, &fakeStream), cfxInvalidArgument);
+    EXPECT_TRUE(mentions("stream"));
+    EXPECT_EQ(cfxAllToAll(buf.data(), buf.data(), 4, cfxFloat32, comm, nullptr), cfxInvalidArgument);
+    EXPECT_TRUE(mentions("in-place"));
+    EXPECT_EQ(cfxAllReduce(buf.data(), buf.data() + 1, 32, cfxFloat32, cfxSum, comm, nullptr), cfxInvalidArgument);
+    EXPECT_TRUE(mentions("overlap"));
+    EXPECT_STREQ(cfxGetErrorString(cfxRemoteError), "remote process exited or there was a network error");
+    // None of that touched the buffers or broke the communicator.
+    for (float v : res) EXPECT_EQ(v, 0.0f);
+    for (float v : buf) EXPECT_EQ(v, 1.0f);
+    EXPECT_EQ(cfxAllReduce(buf.data(), res.data(), 64, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    for (float v : res) EXPECT_EQ(v, 2.0f);
+    cfxResult_t async;
+    EXPECT_EQ(cfxCommGetAsyncError(comm, &async), cfxSuccess);
+    EXPECT_EQ(async, cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+class GroupSendRecv : public ::testing::TestWithParam<int> {};
+
+// Everyone sends 4 MiB to the right and receives from the left in one group (larger than the channels,
+// so ungrouped blocking sends would deadlock), plus a message to itself.
+TEST_P(GroupSendRecv, RingExchangeDoesNotDeadlock) {
+  auto out = runRanks(GetParam(), [](int rank, int n, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+    const size_t count = 1 << 20;
+    std::vector<int32_t> send(count), recv(count, -1), self(3, 0);
+    const int32_t mine[3] = {rank, rank + 1, rank + 2};
+    for (size_t i = 0; i < count; ++i) send[i] = static_cast<int32_t>(rank * 1000003 + i);
+    const int right = (rank + 1) % n, left = (rank + n - 1) % n;
+    EXPECT_EQ(cfxGroupStart(), cfxSuccess);
+    EXPECT_EQ(cfxSend(send.data(), count, cfxInt32, right, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxRecv(recv.data(), count, cfxInt32, left, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxSend(mine, 3, cfxInt32, rank, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxRecv(self.data(), 3, cfxInt32, rank, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxGroupEnd(), cfxSuccess) << cfxGetLastError(comm);
+    for (size_t i = 0; i < count; ++i) {
+      if (recv[i] != static_cast<int32_t>(left * 1000003 + i)) {
+        ADD_FAILURE() << "element " << i << " from rank " << left;
+        break;
+      }
+    }
+    EXPECT_EQ(self[0], rank);
+    EXPECT_EQ(self[2], rank + 2);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, GroupSendRecv, ::testing::Values(1, 2, 3, 5));
+
+TEST(Api, PlainSendRecvOutsideAGroup) {
+  auto out = runRanks(2, [](int rank, int n, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+    std::vector<double> v(1000, rank == 0 ? 3.5 : 0.0);
+    if (rank == 0) EXPECT_EQ(cfxSend(v.data(), v.size(), cfxFloat64, 1, comm, nullptr), cfxSuccess);
+    else EXPECT_EQ(cfxRecv(v.data(), v.size(), cfxFloat64, 0, comm, nullptr), cfxSuccess);
+    for (double x : v) EXPECT_EQ(x, 3.5);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+TEST(CppApi, SpansAsyncRequestsAndExceptions) {
+  auto out = runRanks(3, [](int rank, int n, const cfxUniqueId& rawId) -> int {
+    std::array<char, CFX_UNIQUE_ID_BYTES> bytes;
+    std::memcpy(bytes.data(), rawId.internal, bytes.size());
+    conflux::Communicator comm(n, conflux::UniqueId::fromBytes(bytes), rank);
+    EXPECT_EQ(comm.rank(), rank);
+    EXPECT_EQ(comm.size(), n);
+    EXPECT_EQ(comm.localSize(), n);
+
+    std::vector<float> data(1000, static_cast<float>(rank + 1));
+    comm.allReduce(std::span<float>(data));
+    for (float v : data) EXPECT_EQ(v, 6.0f);
+
+    // Several asynchronous calls in flight complete in issue order.
+    std::vector<int64_t> a(4096, rank), b(4096 * 3), c(4096, 1);
+    std::vector<int64_t> cOut(4096);
+    auto r1 = comm.allGatherAsync(std::span<const int64_t>(a), std::span<int64_t>(b));
+    auto r2 = comm.allReduceAsync(std::span<const int64_t>(c), std::span<int64_t>(cOut), cfxMax);
+    r2.wait();
+    EXPECT_TRUE(r1.test());
+    r1.wait();
+    for (int r = 0; r < n; ++r) EXPECT_EQ(b[static_cast<size_t>(r) * 4096 + 17], r);
+    EXPECT_EQ(cOut[5], 1);
+
+    std::vector<uint8_t> bc(33, rank == 2 ? 9 : 0);
+    comm.broadcast(std::span<uint8_t>(bc), 2);
+    EXPECT_EQ(bc[32], 9);
+
+    std::vector<double> rsIn(3 * 5, 1.5), rsOut(5);
+    comm.reduceScatter(std::span<const double>(rsIn), std::span<double>(rsOut));
+    EXPECT_EQ(rsOut[4], 4.5);
+
+    try {
+      std::vector<float> small(1);
+      comm.allGather(std::span<const float>(data), std::span<float>(small));
+      ADD_FAILURE() << "expected an exception";
+    } catch (const conflux::Exception& e) {
+      EXPECT_EQ(e.result(), cfxInvalidArgument);
+    }
+    try {
+      comm.broadcast(std::span<float>(data), 99);
+      ADD_FAILURE() << "expected an exception";
+    } catch (const conflux::Exception& e) {
+      EXPECT_EQ(e.result(), cfxInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("root"), std::string::npos) << e.what();
+    }
+    std::vector<int32_t> mine(10), in(10);
+    for (int i = 0; i < 10; ++i) mine[i] = rank * 10 + i;
+    comm.sendRecv(std::span<const int32_t>(mine), (rank + 1) % n, std::span<int32_t>(in), (rank + n - 1) % n);
+    EXPECT_EQ(in[3], ((rank + n - 1) % n) * 10 + 3);
+    return 0;
+  });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+}  // namespace

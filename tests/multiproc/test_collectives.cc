@@ -1,0 +1,65 @@
+// Every collective x datatype x op, in and out of place, on 1..8 real processes, against the reference.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tests/multiproc/collective_cases.h"
+#include "tests/multiproc/harness.h"
+
+using namespace conflux::testing;
+
+namespace {
+
+int sweepBody(int rank, int nranks, const cfxUniqueId& id, const Sweep& sweep) {
+  cfxComm_t comm = nullptr;
+  if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) {
+    fprintf(stderr, "rank %d: init failed: %s\n", rank, cfxGetLastError(nullptr));
+    return 2;
+  }
+  int failures = runSweep(comm, sweep);
+  if (cfxCommDestroy(comm) != cfxSuccess) ++failures;
+  return failures == 0 ? 0 : 1;
+}
+
+class Collectives : public ::testing::TestWithParam<int> {};
+
+// The acceptance sweep: counts 0, 1, 7, 1023 and 1M+3 for every collective, datatype and op.
+TEST_P(Collectives, EveryTypeOpAndLayout) {
+  const int n = GetParam();
+  Sweep sweep = fullSweep({0, 1, 7, 1023, (1u << 20) + 3});
+  auto out = runRanks(n, [&](int r, int nr, const cfxUniqueId& id) { return sweepBody(r, nr, id, sweep); });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Range(1, 9),
+                         [](const auto& p) { return std::to_string(p.param) + "ranks"; });
+
+// Every algorithm forced through CONFLUX_ALGO (it falls back, with a log line, where it does not apply),
+// on rank counts that are and are not powers of two.
+struct AlgoCase {
+  const char* algo;
+  int nranks;
+};
+
+class ForcedAlgorithm : public ::testing::TestWithParam<AlgoCase> {};
+
+TEST_P(ForcedAlgorithm, MatchesReference) {
+  const AlgoCase c = GetParam();
+  Sweep sweep = fullSweep({0, 1, 7, 1023, 65539});
+  sweep.types = {cfxInt8, cfxBfloat16, cfxFloat32, cfxFloat64, cfxUint64};
+  RunOptions opts;
+  opts.env = {{"CONFLUX_ALGO", c.algo}, {"CONFLUX_SHM_STAGING_BYTES", "65536"}};
+  auto out = runRanks(c.nranks, [&](int r, int nr, const cfxUniqueId& id) { return sweepBody(r, nr, id, sweep); },
+                      opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Algos, ForcedAlgorithm,
+    ::testing::Values(AlgoCase{"ring", 3}, AlgoCase{"ring", 4}, AlgoCase{"rhd", 3}, AlgoCase{"rhd", 6},
+                      AlgoCase{"tree", 5}, AlgoCase{"dbtree", 4}, AlgoCase{"dbtree", 7}, AlgoCase{"oneshot", 3},
+                      AlgoCase{"twoshot", 5}, AlgoCase{"pairwise", 4}),
+    [](const auto& p) { return std::string(p.param.algo) + "_" + std::to_string(p.param.nranks) + "ranks"; });
+
+}  // namespace

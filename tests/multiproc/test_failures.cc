@@ -1,0 +1,143 @@
+// Failure behaviour: a killed or stuck rank becomes an error on every other rank, abort unblocks a
+// waiting call, ranks that disagree on a root fail with a message naming it, nothing is left in /dev/shm.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/multiproc/harness.h"
+
+using namespace conflux::testing;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double msSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+bool contains(const char* text, const std::string& what) { return std::string(text).find(what) != std::string::npos; }
+
+TEST(Failures, KilledRankBecomesAnErrorNamingItOnEverySurvivor) {
+  const int n = 3;
+  auto before = shmFiles();
+  RunOptions opts;
+  opts.whileRunning = [](const std::vector<int>& pids) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    kill(pids[2], SIGKILL);
+  };
+  auto out = runRanks(n, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    std::vector<float> buf(1 << 20, 1.0f);
+    auto start = Clock::now();
+    auto lastOk = Clock::now();
+    cfxResult_t r = cfxSuccess;
+    while (msSince(start) < 20000) {
+      r = cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
+      if (r != cfxSuccess) break;
+      lastOk = Clock::now();
+    }
+    double detectMs = msSince(lastOk);
+    const char* msg = cfxGetLastError(comm);
+    fprintf(stderr, "rank %d: %s after %.0f ms: %s\n", rank, cfxGetErrorString(r), detectMs, msg);
+    EXPECT_EQ(r, cfxRemoteError);
+    EXPECT_TRUE(contains(msg, "rank 2")) << msg;
+    EXPECT_LT(detectMs, 5000.0);
+    cfxResult_t async = cfxSuccess;
+    EXPECT_EQ(cfxCommGetAsyncError(comm, &async), cfxSuccess);
+    EXPECT_EQ(async, cfxRemoteError);
+    // Later calls fail fast instead of hanging.
+    EXPECT_NE(cfxAllReduce(buf.data(), buf.data(), 8, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  }, opts);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].exitCode, 0);
+  EXPECT_EQ(out[1].exitCode, 0);
+  EXPECT_EQ(out[2].signal, SIGKILL);
+  // The killed rank's segment was unlinked at init: nothing new is left behind.
+  auto after = shmFiles();
+  for (const auto& f : after) {
+    EXPECT_NE(std::find(before.begin(), before.end(), f), before.end()) << "leaked /dev/shm/" << f;
+  }
+}
+
+TEST(Failures, StuckRankTimesOutOnTheOthers) {
+  RunOptions opts;
+  opts.env = {{"CONFLUX_TIMEOUT_MS", "1000"}};
+  auto out = runRanks(3, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    std::vector<float> buf(1024, 1.0f);
+    EXPECT_EQ(cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(4000));  // alive but stuck
+    auto start = Clock::now();
+    cfxResult_t r = cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
+    double ms = msSince(start);
+    fprintf(stderr, "rank %d: %s after %.0f ms: %s\n", rank, cfxGetErrorString(r), ms, cfxGetLastError(comm));
+    EXPECT_NE(r, cfxSuccess);
+    if (rank != 1) {
+      EXPECT_LT(ms, 3500.0);
+      EXPECT_TRUE(r == cfxTimeout || r == cfxRemoteError) << cfxGetErrorString(r);
+      EXPECT_TRUE(contains(cfxGetLastError(comm), "for rank 1")) << cfxGetLastError(comm);
+    }
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+TEST(Failures, AbortUnblocksAWaitingCallAndPeersSeeIt) {
+  auto out = runRanks(2, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    std::vector<float> buf(1024, 1.0f);
+    if (rank == 0) {
+      std::thread aborter([comm] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        cfxCommAbort(comm);
+      });
+      auto start = Clock::now();
+      cfxResult_t r = cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
+      double ms = msSince(start);
+      aborter.join();
+      EXPECT_EQ(r, cfxAborted) << cfxGetLastError(comm);
+      EXPECT_LT(ms, 2000.0);
+    } else {
+      // Never joins the call; learns about the abort through the async error.
+      auto start = Clock::now();
+      cfxResult_t async = cfxSuccess;
+      while (async == cfxSuccess && msSince(start) < 5000) {
+        cfxCommGetAsyncError(comm, &async);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      EXPECT_EQ(async, cfxAborted);
+    }
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+TEST(Failures, MismatchedRootIsAnErrorNamingTheRoot) {
+  auto out = runRanks(2, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    std::vector<int32_t> buf(100, rank);
+    cfxResult_t r = cfxBroadcast(buf.data(), buf.data(), buf.size(), cfxInt32, /*root=*/rank, comm, nullptr);
+    EXPECT_EQ(r, cfxInvalidUsage) << cfxGetErrorString(r);
+    EXPECT_TRUE(contains(cfxGetLastError(comm), "root")) << cfxGetLastError(comm);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+}  // namespace

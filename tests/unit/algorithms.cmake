@@ -1,0 +1,14 @@
+# Plans, the algorithm registry and the plan simulator (labels: unit).
+conflux_add_test(test_plan
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_plan.cc
+  LIBS conflux_algorithms
+  LABELS unit)
+conflux_add_test(test_simulator
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_simulator_negative.cc
+  LIBS conflux_simulator
+  LABELS unit)
+conflux_add_test(test_simulator_sweep
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_simulator_sweep.cc
+  LIBS conflux_simulator
+  LABELS unit)
+target_compile_options(test_simulator_sweep PRIVATE -O2)

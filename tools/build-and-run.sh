@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One-step set-up for a fresh Debian 12 machine: installs the packages Conflux needs (by name, from
+# Debian's archive), configures and builds, then runs either the main job or the whole test suite.
+#
+#   tools/build-and-run.sh demo   # all-reduce on local ranks: timing and a correctness check
+#   tools/build-and-run.sh test   # every test: release build (all labels) + sanitizer build (unit, multiproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode="${1:-demo}"
+
+packages=(build-essential cmake ninja-build pkg-config git
+          libgtest-dev libgmock-dev libbenchmark-dev
+          libfabric-dev libfabric-bin libhwloc-dev hwloc libopenmpi-dev openmpi-bin
+          nlohmann-json3-dev iproute2 python3-matplotlib)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  echo "== installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+jobs=$(nproc)
+echo "== configure + build (release)"
+cmake --preset ci >/dev/null
+cmake --build --preset ci -j "$jobs"
+
+case "$mode" in
+  demo)
+    echo "== all-reduce over 4 local ranks"
+    ./build/ci/perf/conflux-allreduce-demo --ranks 4 -b 8 -e 64M -f 8
+    ;;
+  test)
+    start=$(date +%s)
+    echo "== tests (release build)"
+    status=0
+    ctest --preset ci || status=1
+    echo "== configure + build (address,undefined sanitizers)"
+    cmake --preset asan >/dev/null
+    cmake --build --preset asan -j "$jobs"
+    echo "== unit and multi-process tests under the sanitizers"
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset asan || status=1
+    leftovers=$(ls /dev/shm | grep '^conflux-' || true)
+    if [[ -n "$leftovers" ]]; then
+      echo "FAIL: shared-memory segments left in /dev/shm: $leftovers"
+      status=1
+    fi
+    echo "== done in $(( $(date +%s) - start )) s: $([[ $status -eq 0 ]] && echo PASSED || echo FAILED)"
+    exit $status
+    ;;
+  *)
+    echo "usage: $0 demo|test" >&2
+    exit 2
+    ;;
+esac

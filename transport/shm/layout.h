@@ -1,0 +1,153 @@
+// Plain-data layout of one local rank's shared-memory segment.
+//
+//   offset 0                 control block (one page): segment info, doorbell, barrier counter,
+//                            error slot, call-descriptor ring
+//   kControlBytes            incoming channels, one per local peer (localSize - 1 of them), each
+//                            [one page: ChannelHeader][ring of channelCapacity bytes]
+//   stagingOffset            staging: two halves of stagingStride bytes (epoch & 1 picks one)
+//
+// Every region starts on a page boundary. Words written by different processes live on different
+// 128-byte blocks (two cache lines: adjacent-line prefetchers pull pairs of lines, so 64 bytes alone can
+// still false-share). Everything here is mapped by several processes at different addresses: no pointers,
+// only offsets and fixed-size fields, and every concurrently accessed word is a lock-free std::atomic
+// (address-free, so it works across processes and with futex).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace conflux::shm {
+
+inline constexpr size_t kPageBytes = 4096;
+/// Separation between words written by different processes.
+inline constexpr size_t kSeparation = 128;
+/// "CFXSHM01" little-endian: identifies a Conflux segment of this layout family.
+inline constexpr uint64_t kSegmentMagic = 0x31304d4853584643ull;
+inline constexpr uint32_t kLayoutVersion = 1;
+/// Call descriptors kept per rank (indexed by seq % kCallSlots).
+inline constexpr uint64_t kCallSlots = 16;
+/// Longest error message kept in a slot (characters, without the terminating NUL).
+inline constexpr size_t kErrorMessageMax = 200;
+/// Bytes of the control block region (page aligned).
+inline constexpr size_t kControlBytes = kPageBytes;
+/// Bytes of the header page in front of each channel ring.
+inline constexpr size_t kChannelHeaderBytes = kPageBytes;
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared-memory atomics must be lock-free");
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory atomics must be lock-free");
+static_assert(sizeof(std::atomic<uint32_t>) == 4, "futex words must be plain 32-bit words");
+static_assert(sizeof(std::atomic<uint64_t>) == 8);
+
+/// Written once by the owner before the bootstrap exchange, read by peers after it (the exchange orders
+/// the accesses), so plain fields suffice. Peers check it against their own layout.
+struct alignas(kSeparation) SegmentInfo {
+  uint64_t magic;
+  uint32_t version;
+  int32_t localRank;
+  int32_t localSize;
+  int32_t pid;
+  uint64_t segmentBytes;
+  uint64_t channelCapacity;
+  uint64_t stagingStride;
+};
+
+/// The owner's doorbell. seq is the futex word; sleepers counts the owner's threads that may be inside
+/// FUTEX_WAIT, so ringers skip the wake syscall when nobody sleeps (see doorbell.h for the protocol).
+struct alignas(kSeparation) DoorbellWords {
+  std::atomic<uint32_t> seq;
+  std::atomic<uint32_t> sleepers;
+};
+
+/// Barrier arrivals of the owner (monotonic; written only by the owner).
+struct alignas(kSeparation) BarrierWord {
+  std::atomic<uint64_t> arrived;
+};
+
+/// Error slot states.
+enum : uint32_t { kErrorEmpty = 0, kErrorWriting = 1, kErrorPosted = 2 };
+
+/// Shared error: the first poster claims the slot by CAS (empty -> writing), fills the plain fields, then
+/// publishes with a release store of kErrorPosted. Readers acquire `state` before reading the fields; the
+/// fields are never written again, so they need not be atomic.
+struct alignas(kSeparation) ErrorSlot {
+  std::atomic<uint32_t> state;
+  int32_t code;
+  int32_t failedRank;
+  int32_t reporterRank;
+  char message[kErrorMessageMax + 1];
+};
+
+/// One call descriptor, a seqlock: the writer stores seq = 0, then the fields, then seq = call number
+/// (release); a reader checks seq before and after reading the fields. Fields are relaxed atomics so that
+/// a reader racing with an overwrite reads torn values (then discarded) instead of causing a data race.
+struct alignas(64) CallSlot {
+  std::atomic<uint64_t> seq;
+  std::atomic<uint64_t> count;
+  std::atomic<uint32_t> coll;
+  std::atomic<uint32_t> dtype;
+  std::atomic<uint32_t> op;
+  std::atomic<int32_t> root;
+};
+
+/// Start of every segment.
+struct ControlBlock {
+  SegmentInfo info;
+  DoorbellWords bell;
+  BarrierWord barrier;
+  ErrorSlot error;
+  CallSlot calls[kCallSlots];
+};
+
+/// Head of one single-producer single-consumer byte ring, in the receiver's segment. head counts bytes
+/// ever written (only the sender stores it), tail bytes ever consumed (only the receiver stores it); both
+/// are 64-bit and never wrap in practice, so head - tail is always the fill level.
+struct ChannelHeader {
+  alignas(kSeparation) std::atomic<uint64_t> head;
+  alignas(kSeparation) std::atomic<uint64_t> tail;
+};
+
+static_assert(std::is_standard_layout_v<ControlBlock>);
+static_assert(sizeof(ControlBlock) <= kControlBytes, "control block must fit its page");
+static_assert(sizeof(ChannelHeader) <= kChannelHeaderBytes);
+static_assert(offsetof(ControlBlock, bell) % kSeparation == 0);
+static_assert(offsetof(ControlBlock, barrier) - offsetof(ControlBlock, bell) >= kSeparation);
+static_assert(offsetof(ControlBlock, error) - offsetof(ControlBlock, barrier) >= kSeparation);
+static_assert(offsetof(ChannelHeader, tail) - offsetof(ChannelHeader, head) >= kSeparation);
+static_assert(sizeof(CallSlot) == 64);
+
+constexpr uint64_t roundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+
+/// Offsets and sizes of one segment; identical for every local rank of a world.
+struct SegmentLayout {
+  uint64_t channelCapacity = 0;  ///< Ring bytes per channel (multiple of kPageBytes).
+  uint64_t channelCount = 0;     ///< Incoming channels: localSize - 1.
+  uint64_t channelStride = 0;    ///< kChannelHeaderBytes + channelCapacity.
+  uint64_t stagingOffset = 0;
+  uint64_t stagingStride = 0;    ///< One half of the staging area (multiple of kPageBytes).
+  uint64_t totalBytes = 0;
+
+  /// Offset of the channel that carries data from `sender` into the segment of `receiver`.
+  constexpr uint64_t channelOffset(int receiver, int sender) const {
+    const uint64_t slot = static_cast<uint64_t>(sender < receiver ? sender : sender - 1);
+    return kControlBytes + slot * channelStride;
+  }
+};
+
+/// Layout for `localSize` ranks; byte counts of 0 are raised to one page.
+constexpr SegmentLayout computeLayout(int localSize, uint64_t channelBytes, uint64_t stagingBytes) {
+  SegmentLayout l;
+  l.channelCapacity = roundUp(channelBytes == 0 ? 1 : channelBytes, kPageBytes);
+  l.channelCount = localSize > 1 ? static_cast<uint64_t>(localSize - 1) : 0;
+  l.channelStride = kChannelHeaderBytes + l.channelCapacity;
+  l.stagingOffset = kControlBytes + l.channelCount * l.channelStride;
+  l.stagingStride = roundUp(stagingBytes == 0 ? 1 : stagingBytes, kPageBytes);
+  l.totalBytes = l.stagingOffset + 2 * l.stagingStride;
+  return l;
+}
+
+static_assert(computeLayout(2, 1, 1).totalBytes == 5 * kPageBytes);
+static_assert(computeLayout(3, 1 << 20, 0).channelOffset(1, 2) == kControlBytes + kPageBytes + (1 << 20));
+
+}  // namespace conflux::shm
