@@ -15,5 +15,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/confluxConfigVersion.cmak
 install(FILES ${PROJECT_BINARY_DIR}/confluxConfig.cmake ${PROJECT_BINARY_DIR}/confluxConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/conflux)
 
+# From PREFIX/LIBDIR/pkgconfig back up to PREFIX: one ".." per component of LIBDIR, plus one.
+string(REGEX REPLACE "[^/]+" ".." CONFLUX_PC_UP "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/conflux.pc.in ${PROJECT_BINARY_DIR}/conflux.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/conflux.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

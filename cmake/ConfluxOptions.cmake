@@ -1,7 +1,8 @@
 # Compiler flags shared by every Conflux target, through the interface target conflux_flags.
 add_library(conflux_flags INTERFACE)
 target_compile_options(conflux_flags INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers>)
+  $<$<COMPILE_LANGUAGE:CXX,C>:-Wall -Wextra -Wpedantic -Wshadow -Wno-missing-field-initializers>
+  $<$<COMPILE_LANGUAGE:CXX>:-Wnon-virtual-dtor>)
 if(CONFLUX_WARNINGS_AS_ERRORS)
   target_compile_options(conflux_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX,C>:-Werror>)
 endif()

@@ -49,6 +49,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
                         std::shared_ptr<bootstrap::StoreServer> server) {
   rank_ = rank;
   nranks_ = nranks;
+  log::reloadConfig();  // CONFLUX_DEBUG may have changed since the process first logged
   log::setThreadRank(rank);
   const int timeoutMs = static_cast<int>(config::getInt(config::Var::TIMEOUT_MS));
   selector_ = Selector(config::getString(config::Var::ALGO));

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
 #include <limits>
 #include <string>
 #include <vector>
@@ -180,6 +181,48 @@ TEST(CppApi, SpansAsyncRequestsAndExceptions) {
     EXPECT_EQ(in[3], ((rank + n - 1) % n) * 10 + 3);
     return 0;
   });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+}  // namespace
+
+namespace {
+
+std::string readFile(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "r");
+  if (f == nullptr) return {};
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  fclose(f);
+  return text;
+}
+
+// With CONFLUX_DEBUG=INFO every call logs the algorithm that ran and why, including a forced one.
+TEST(Api, InfoLogNamesTheAlgorithmAndTheReason) {
+  const std::string dir = ::testing::TempDir();
+  RunOptions opts;
+  opts.env = {{"CONFLUX_DEBUG", "INFO"}, {"CONFLUX_DEBUG_SUBSYS", "COLL"},
+              {"CONFLUX_DEBUG_FILE", dir + "/conflux-log-%p.txt"}, {"CONFLUX_ALGO", "broadcast=tree"}};
+  auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+    std::vector<float> v(1 << 20, 1.0f);
+    EXPECT_EQ(cfxAllReduce(v.data(), v.data(), 2, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxAllReduce(v.data(), v.data(), v.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxBroadcast(v.data(), v.data(), 10, cfxFloat32, 0, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    std::string log = readFile(dir + "/conflux-log-" + std::to_string(getpid()) + ".txt");
+    EXPECT_NE(log.find("allreduce count=2 float32 sum"), std::string::npos) << log;
+    EXPECT_NE(log.find("oneshot"), std::string::npos) << log;
+    EXPECT_NE(log.find("twoshot"), std::string::npos) << log;
+    EXPECT_NE(log.find("2 ranks share memory"), std::string::npos) << log;
+    EXPECT_NE(log.find("broadcast count=10 float32"), std::string::npos) << log;
+    EXPECT_NE(log.find("forced by CONFLUX_ALGO"), std::string::npos) << log;
+    std::remove((dir + "/conflux-log-" + std::to_string(getpid()) + ".txt").c_str());
+    return 0;
+  }, opts);
   EXPECT_TRUE(allSucceeded(out));
 }
 

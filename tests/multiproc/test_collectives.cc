@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <ostream>
 #include <string>
 
 #include "tests/multiproc/collective_cases.h"
@@ -41,6 +42,8 @@ struct AlgoCase {
   const char* algo;
   int nranks;
 };
+
+void PrintTo(const AlgoCase& c, std::ostream* os) { *os << c.algo << " on " << c.nranks << " ranks"; }
 
 class ForcedAlgorithm : public ::testing::TestWithParam<AlgoCase> {};
 
