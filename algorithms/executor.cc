@@ -30,18 +30,20 @@ constexpr std::byte kZeros[kWireAlign] = {};
 constexpr auto kLivenessInterval = std::chrono::milliseconds(50);
 constexpr int kMaxSleepMs = 50;
 
-struct OpState {
-  uint64_t done = 0;        // wire bytes moved (Send/Recv/RecvReduce)
-  uint64_t generation = 0;  // Barrier generation to wait for
-  bool complete = false;
-};
+using OpState = ExecWorkspace::OpState;
 
 class RankExecutor {
  public:
-  RankExecutor(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env)
+  RankExecutor(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,
+               ExecWorkspace& work)
       : plan_(plan), bufs_(bufs), call_(call), env_(env), world_(env.world),
         eltSize_(dataTypeSize(call.dtype)), reduce_(cpu::reduceFunction(call.dtype, call.op)),
-        sendBusy_(env.nranks, 0), recvBusy_(env.nranks, 0), peerChecked_(env.nranks, 0) {}
+        states_(work.states), sendBusy_(work.sendBusy), recvBusy_(work.recvBusy),
+        peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs) {
+    sendBusy_.assign(env.nranks, 0);
+    recvBusy_.assign(env.nranks, 0);
+    peerChecked_.assign(env.nranks, 0);
+  }
 
   Status run() {
     if (world_ != nullptr && env_.checkArgs) publishCall();
@@ -370,9 +372,11 @@ class RankExecutor {
   shm::ShmWorld* world_;
   const size_t eltSize_;
   const cpu::ReduceFn reduce_;
-  std::vector<OpState> states_;
-  std::vector<uint8_t> sendBusy_, recvBusy_, peerChecked_;
-  std::vector<const void*> srcPtrs_;
+  std::vector<OpState>& states_;
+  std::vector<uint8_t>& sendBusy_;
+  std::vector<uint8_t>& recvBusy_;
+  std::vector<uint8_t>& peerChecked_;
+  std::vector<const void*>& srcPtrs_;
   size_t round_ = 0;
   Clock::time_point lastProgress_{};
   Clock::time_point lastLiveness_{};
@@ -380,8 +384,9 @@ class RankExecutor {
 
 }  // namespace
 
-Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env) {
-  RankExecutor ex(plan, bufs, call, env);
+Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,
+               ExecWorkspace& work) {
+  RankExecutor ex(plan, bufs, call, env, work);
   return ex.run();
 }
 

@@ -54,7 +54,20 @@ struct ExecEnv {
   const std::atomic<bool>* aborted = nullptr;
 };
 
+/// Memory the executor reuses from call to call (one per communicator), so that a call allocates nothing.
+struct ExecWorkspace {
+  struct OpState {
+    uint64_t done = 0;        ///< Wire bytes moved (Send/Recv/RecvReduce).
+    uint64_t generation = 0;  ///< Barrier generation to wait for.
+    bool complete = false;
+  };
+  std::vector<OpState> states;
+  std::vector<uint8_t> sendBusy, recvBusy, peerChecked;
+  std::vector<const void*> srcPtrs;
+};
+
 /// Runs `plan` for this rank. Returns Ok, or the first error (also posted to every local rank).
-Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env);
+Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,
+               ExecWorkspace& work);
 
 }  // namespace conflux

@@ -119,19 +119,24 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
            localRank_, localSize_, numNodes_, static_cast<size_t>(stagingBytes_));
 }
 
-std::shared_ptr<const Plan> CommunicatorImpl::planFor(Algo algo, const PlanParams& p) {
+const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& p, uint64_t bytes) {
   for (auto it = planCache_.begin(); it != planCache_.end(); ++it) {
-    if (it->algo == algo && samePlanParams(it->params, p)) {
+    if (samePlanParams(it->params, p)) {
       planCache_.splice(planCache_.begin(), planCache_, it);
-      return it->plan;
+      return planCache_.front();
     }
   }
-  auto plan = std::make_shared<const Plan>(buildPlan(algo, p));
-  if (planCacheSize_ > 0) {
-    planCache_.push_front({algo, p, plan});
-    if (planCache_.size() > planCacheSize_) planCache_.pop_back();
+  CachedPlan entry;
+  entry.params = p;
+  entry.selection = selector_.select(p.coll, bytes, shape_);
+  entry.plan = std::make_shared<const Plan>(buildPlan(entry.selection.algo, p));  // may throw
+  if (planCacheSize_ == 0) {
+    uncached_ = std::move(entry);
+    return uncached_;
   }
-  return plan;
+  planCache_.push_front(std::move(entry));
+  if (planCache_.size() > planCacheSize_) planCache_.pop_back();
+  return planCache_.front();
 }
 
 Status CommunicatorImpl::run(const CallArgs& a) {
@@ -148,17 +153,17 @@ Status CommunicatorImpl::run(const CallArgs& a) {
   p.root = a.root;
   p.stagingBytes = stagingBytes_;
   p.chunkBytes = chunkBytes_;
-  const uint64_t bytes = bufferSizes(p).recv > bufferSizes(p).send ? bufferSizes(p).recv : bufferSizes(p).send;
-  Selection sel = selector_.select(a.coll, bytes, shape_);
-  std::shared_ptr<const Plan> plan;
+  const BufferSizes sizes = bufferSizes(p);
+  const CachedPlan* cached = nullptr;
   try {
-    plan = planFor(sel.algo, p);
+    cached = &planFor(p, std::max(sizes.send, sizes.recv));
   } catch (const Error& e) {
     return e.status();  // nothing was communicated: the communicator stays usable
   }
+  const Plan* plan = cached->plan.get();
   CFX_INFO(kColl, "%s count=%llu %s %s root=%d: %s (%s)", std::string(collectiveName(a.coll)).c_str(),
            static_cast<unsigned long long>(a.count), std::string(dataTypeName(a.dtype)).c_str(),
-           std::string(redOpName(a.op)).c_str(), a.root, plan->algorithm.c_str(), sel.reason.c_str());
+           std::string(redOpName(a.op)).c_str(), a.root, plan->algorithm.c_str(), cached->selection.reason.c_str());
 
   if (scratch_.size() < plan->scratchBytes) scratch_.resize(plan->scratchBytes);
   ExecBuffers bufs;
@@ -218,7 +223,7 @@ Status CommunicatorImpl::runP2p(const std::vector<P2pOp>& ops) {
 Status CommunicatorImpl::execute(const Plan& plan, const ExecBuffers& bufs, ExecCall call) {
   call.seq = ++seq_;
   if (plan.stagingBytes > 0) call.stagingEpoch = stagingEpoch_++;
-  Status s = conflux::execute(plan, bufs, call, env_);
+  Status s = conflux::execute(plan, bufs, call, env_, work_);
   if (!s) return failed(s);
   return s;
 }

@@ -71,7 +71,14 @@ class CommunicatorImpl {
   CommunicatorImpl() = default;
   void init(const bootstrap::UniqueId& id, int nranks, int rank,
             std::shared_ptr<bootstrap::StoreServer> server);
-  std::shared_ptr<const Plan> planFor(Algo algo, const PlanParams& p);
+  struct CachedPlan {
+    PlanParams params;
+    Selection selection;
+    std::shared_ptr<const Plan> plan;
+  };
+  /// The selector's choice and its plan for `p`, from the cache or made now (the choice depends only on
+  /// the parameters, so it is cached with the plan and the fast path builds no strings).
+  const CachedPlan& planFor(const PlanParams& p, uint64_t bytes);
   Status execute(const Plan& plan, const ExecBuffers& bufs, ExecCall call);
   Status failed(const Status& s);
 
@@ -95,13 +102,10 @@ class CommunicatorImpl {
   uint64_t stagingBytes_ = 0;
   uint64_t chunkBytes_ = 1 << 20;
   std::vector<std::byte> scratch_;
+  ExecWorkspace work_;
 
-  struct CachedPlan {
-    Algo algo;
-    PlanParams params;
-    std::shared_ptr<const Plan> plan;
-  };
   std::list<CachedPlan> planCache_;  // most recently used first
+  CachedPlan uncached_;              // the last plan when the cache is disabled
   size_t planCacheSize_ = 16;
 };
 
