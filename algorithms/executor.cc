@@ -278,10 +278,12 @@ class RankExecutor {
     auto now = Clock::now();
     if (now - lastLiveness_ >= kLivenessInterval) {
       lastLiveness_ = now;
-      int dead = world_->deadPeer();
-      if (dead >= 0) {
+      // Only a dead peer this round still waits for is an error: one that finished and exited is not.
+      for (int dead : world_->deadPeers()) {
         int g = env_.globalOfLocal[dead];
-        return fail(Status(Code::RemoteError, "rank " + std::to_string(g) + " exited during " + where(round)), g);
+        if (waitsFor(round, g)) {
+          return fail(Status(Code::RemoteError, "rank " + std::to_string(g) + " exited during " + where(round)), g);
+        }
       }
       if (env_.checkArgs) {
         Status s = checkPeerArgs();
@@ -296,6 +298,22 @@ class RankExecutor {
                   stuck);
     }
     return Status::ok();
+  }
+
+  // True when an unfinished operation of `round` needs global rank g (its peer, or a barrier it has not
+  // reached yet).
+  bool waitsFor(const Round& round, int g) const {
+    for (uint32_t i = 0; i < round.numOps; ++i) {
+      const Op& op = plan_.ops[round.firstOp + i];
+      if (states_[i].complete) continue;
+      if (op.peer == g) return true;
+      if (op.kind == OpKind::Barrier &&
+          world_->barrierLaggard(states_[i].generation) >= 0 &&
+          !world_->barrierReachedBy(env_.localIndex[g], states_[i].generation)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   int stuckPeer(const Round& round) const {

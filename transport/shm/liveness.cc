@@ -1,4 +1,5 @@
 // PeerLiveness: pidfd polling with a procfs fallback (see liveness.h).
+#include <algorithm>
 #include "transport/shm/liveness.h"
 
 #include <fcntl.h>
@@ -46,8 +47,9 @@ void PeerLiveness::watch(const std::vector<pid_t>& pids) {
   }
 }
 
-int PeerLiveness::firstDead() {
+std::vector<int> PeerLiveness::allDead() {
   // One poll() for all pidfds (cheap: no blocking, one syscall), then the fallback ones one by one.
+  std::vector<int> dead;
   std::vector<pollfd> fds;
   fds.reserve(watched_.size());
   for (const Watched& w : watched_)
@@ -56,12 +58,17 @@ int PeerLiveness::firstDead() {
     size_t k = 0;
     for (const Watched& w : watched_) {
       if (w.pidfd < 0) continue;
-      if (fds[k++].revents & (POLLIN | POLLHUP | POLLERR)) return w.localRank;
+      if (fds[k++].revents & (POLLIN | POLLHUP | POLLERR)) dead.push_back(w.localRank);
     }
   }
   for (const Watched& w : watched_)
-    if (w.pidfd < 0 && exitedByProcfs(w.pid)) return w.localRank;
-  return -1;
+    if (w.pidfd < 0 && exitedByProcfs(w.pid)) dead.push_back(w.localRank);
+  return dead;
+}
+
+int PeerLiveness::firstDead() {
+  std::vector<int> dead = allDead();
+  return dead.empty() ? -1 : *std::min_element(dead.begin(), dead.end());
 }
 
 bool PeerLiveness::exitedByProcfs(pid_t pid) {

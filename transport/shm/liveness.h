@@ -22,6 +22,8 @@ class PeerLiveness {
 
   /// First watched local rank whose process has exited, or -1. Never blocks (poll with timeout 0).
   int firstDead();
+  /// Every watched local rank whose process has exited (unordered). Never blocks.
+  std::vector<int> allDead();
 
   /// Fallback check without a pidfd: true when `pid` no longer exists or is a zombie/dead ('Z'/'X' in
   /// /proc/<pid>/stat). Subject to pid reuse, hence only a fallback.

@@ -179,6 +179,10 @@ class ShmWorldImpl final : public ShmWorld {
     return arrivedAll(generation, std::memory_order_acquire);
   }
 
+  bool barrierReachedBy(int localPeer, uint64_t generation) const override {
+    return control(checkRank(localPeer)).barrier.arrived.load(std::memory_order_acquire) >= generation;
+  }
+
   int barrierLaggard(uint64_t generation) const override {
     for (int r = 0; r < cfg_.localSize; ++r)
       if (control(r).barrier.arrived.load(std::memory_order_acquire) < generation) return r;
@@ -191,6 +195,7 @@ class ShmWorldImpl final : public ShmWorld {
   void wakePeer(int localPeer) override { ringDoorbell(control(checkRank(localPeer)).bell); }
 
   int deadPeer() override { return liveness_.firstDead(); }
+  std::vector<int> deadPeers() override { return liveness_.allDead(); }
 
   void postError(const SharedError& err) override {
     for (int r = 0; r < cfg_.localSize; ++r) {

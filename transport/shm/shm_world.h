@@ -108,6 +108,8 @@ class ShmWorld {
   virtual bool barrierReached(uint64_t generation) const = 0;
   /// Local rank of the first rank that has not yet arrived at `generation`, or -1 (for error messages).
   virtual int barrierLaggard(uint64_t generation) const = 0;
+  /// True when local rank `localPeer` has arrived at `generation`.
+  virtual bool barrierReachedBy(int localPeer, uint64_t generation) const = 0;
 
   // --- Waiting. ---
   /// Current value of this rank's doorbell; read it BEFORE re-checking conditions, then sleep with it.
@@ -125,6 +127,9 @@ class ShmWorld {
   // --- Failure handling. ---
   /// Local rank of a peer whose process has exited, or -1 (pidfd poll, no blocking).
   virtual int deadPeer() = 0;
+  /// Every local rank whose process has exited (a peer that finished its work and exited is not an error
+  /// unless someone still waits for it: callers filter by who they wait for).
+  virtual std::vector<int> deadPeers() = 0;
   /// Posts an error to every local rank's slot (first one wins per slot) and rings them all.
   virtual void postError(const SharedError& err) = 0;
   /// The error in this rank's slot, if any.
