@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# The standard performance comparison, Conflux vs Open MPI, written up as docs/performance.md.
+#
+# For each repetition (default 5), each collective (all-reduce, all-gather, reduce-scatter) and each rank
+# count (2, 4), in that order, so that slow spells of a noisy machine spread over all configurations:
+#     conflux-perf <coll> --ranks N --compare mpi --pin -b 8 -e 256M -f 4 -J <raw>/<coll>.<N>.<rep>.json
+# Conflux and MPI run side by side inside each conflux-perf run. Then, per collective, rank count and size,
+# the median over the repetitions of Conflux's and MPI's out-of-place bus bandwidth, and their ratio, go
+# into a markdown table; perf/plot.py draws docs/performance-<coll>.png. See docs/performance-method.md.
+#
+#   tools/perf_report.sh [options]
+#     -B DIR     build directory holding conflux-perf (default: build/ci, then build, then every build*/)
+#     -p PATH    conflux-perf executable (or set CONFLUX_PERF)
+#     -r N       repetitions (default 5)
+#     -n LIST    rank counts (default "2 4")
+#     -c LIST    collectives (default "allreduce allgather reducescatter")
+#     -e SIZE    largest size (default 256M)
+#     -o DIR     where performance.md and the plots go (default docs/)
+#     -k DIR     keep the raw JSON files in DIR (default: a temporary directory, removed at exit)
+#     -A DIR     no runs: rebuild the report from the raw JSON files a previous -k left in DIR
+#     -x ARGS    extra arguments for every conflux-perf run (e.g. "-R 1" for registered buffers)
+#     -d         dry run: print the commands and exit
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+py=/usr/bin/python3
+build=""; perf="${CONFLUX_PERF:-}"; reps=5; ranks="2 4"; colls="allreduce allgather reducescatter"
+maxsize=256M; outdir="$root/docs"; keep=""; aggregate_only=""; extra=""; dry=0
+
+die() { echo "perf_report.sh: $*" >&2; exit 2; }
+
+while getopts "B:p:r:n:c:e:o:k:A:x:dh" opt; do
+  case "$opt" in
+    B) build=$OPTARG ;;
+    p) perf=$OPTARG ;;
+    r) reps=$OPTARG ;;
+    n) ranks=$OPTARG ;;
+    c) colls=$OPTARG ;;
+    e) maxsize=$OPTARG ;;
+    o) outdir=$OPTARG ;;
+    k) keep=$OPTARG ;;
+    A) aggregate_only=$OPTARG ;;
+    x) extra=$OPTARG ;;
+    d) dry=1 ;;
+    h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option (see -h)" ;;
+  esac
+done
+[[ "$reps" =~ ^[1-9][0-9]*$ ]] || die "-r needs a positive number, got '$reps'"
+
+[[ -x "$py" ]] || die "$py not found: the aggregation and plots need Debian's python3 (with python3-matplotlib)"
+
+find_perf() {
+  local dirs=()
+  if [[ -n "$build" ]]; then dirs=("$build"); else dirs=("$root/build/ci" "$root/build" "$root"/build*/); fi
+  for d in "${dirs[@]}"; do
+    for c in "$d/perf/conflux_perf/conflux-perf" "$d/perf/conflux-perf" "$d/bin/conflux-perf"; do
+      if [[ -x "$c" ]]; then echo "$c"; return 0; fi
+    done
+  done
+  command -v conflux-perf 2>/dev/null || true
+}
+
+if [[ -z "$aggregate_only" ]]; then
+  if [[ -z "$perf" ]]; then perf=$(find_perf); fi
+  if [[ -z "$perf" || ! -x "$perf" ]]; then
+    die "conflux-perf is not built (looked in ${build:-build/ci, build, build*/} under perf/conflux_perf/, perf/ and bin/, and on PATH).
+Build it first, e.g.  cmake --build build/ci --target conflux-perf
+or name it with -p PATH or CONFLUX_PERF=PATH."
+  fi
+  if ! command -v mpirun >/dev/null 2>&1 && [[ $dry -eq 0 ]]; then
+    die "mpirun not found: the comparison needs Open MPI (Debian: openmpi-bin libopenmpi-dev)"
+  fi
+fi
+
+if [[ -n "$aggregate_only" ]]; then
+  raw=$aggregate_only
+  [[ -d "$raw" ]] || die "-A $raw: no such directory"
+elif [[ -n "$keep" ]]; then
+  raw=$keep; mkdir -p "$raw"
+else
+  raw=$(mktemp -d /tmp/conflux-perf-report.XXXXXX)
+  trap 'rm -rf "$raw"' EXIT
+fi
+
+# ---- the runs ----
+if [[ -z "$aggregate_only" ]]; then
+  : > "$raw/commands.txt"
+  for rep in $(seq 1 "$reps"); do
+    for coll in $colls; do
+      for n in $ranks; do
+        json="$raw/$coll.$n.$rep.json"
+        # shellcheck disable=SC2206
+        cmd=("$perf" "$coll" --ranks "$n" --compare mpi --pin -b 8 -e "$maxsize" -f 4 -J "$json" $extra)
+        if [[ $dry -eq 1 ]]; then echo "${cmd[*]}"; continue; fi
+        echo "[$rep/$reps] $coll, $n ranks" >&2
+        if ! "${cmd[@]}" > "$raw/$coll.$n.$rep.txt" 2>&1; then
+          tail -20 "$raw/$coll.$n.$rep.txt" >&2
+          die "run failed: ${cmd[*]} (output in $raw/$coll.$n.$rep.txt; keep it with -k)"
+        fi
+        [[ -s "$json" ]] || die "run wrote no JSON: ${cmd[*]}"
+        if [[ $rep -eq 1 ]]; then
+          printf '%s\n' "${perf#"$root"/} $coll --ranks $n --compare mpi --pin -b 8 -e $maxsize -f 4 -J $coll.$n.<rep>.json${extra:+ $extra}" >> "$raw/commands.txt"
+        fi
+      done
+    done
+  done
+  [[ $dry -eq 1 ]] && exit 0
+fi
+
+# ---- the machine (kept from the original runs when rebuilding with -A) ----
+[[ -n "$aggregate_only" && -s "$raw/machine.txt" ]] || {
+  echo "cpu=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)"
+  echo "cores=$(nproc --all 2>/dev/null || echo '?')"
+  echo "mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo 2>/dev/null)"
+  echo "kernel=$(uname -sr)"
+  # shellcheck source=/dev/null
+  echo "os=$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-}")"
+  echo "mpi=$( (mpirun --version 2>/dev/null || true) | head -1)"
+  echo "revision=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')"
+  echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "reps=$reps"
+} > "$raw/machine.txt"
+
+# ---- medians, tables, plots ----
+mkdir -p "$outdir"
+"$py" - "$root" "$raw" "$outdir" "$colls" "$ranks" <<'PY'
+import glob, json, os, statistics, subprocess, sys
+
+root, raw, outdir, colls, ranks = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(), sys.argv[5].split()
+sys.path.insert(0, os.path.join(root, "perf"))
+import plot  # perf/plot.py: the same lenient reading of conflux-perf's JSON
+
+machine = {}
+for line in open(os.path.join(raw, "machine.txt")):
+    k, _, v = line.rstrip("\n").partition("=")
+    machine[k] = v
+commands = []
+cmd_file = os.path.join(raw, "commands.txt")
+if os.path.exists(cmd_file):
+    commands = [l.rstrip("\n") for l in open(cmd_file) if l.strip()]
+
+def fmt_size(b):
+    return plot.size_label(b)
+
+def plural(k, word):
+    return f"{k} {word}" + ("" if k == 1 else "s")
+
+def num(v):
+    if v is None:
+        return "–"
+    return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}" if abs(v) >= 0.1 else f"{v:.3g}"
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+sections, plots, medians_written = [], [], {}
+for coll in colls:
+    runs_for_plot = []
+    for n in ranks:
+        files = sorted(glob.glob(os.path.join(raw, f"{coll}.{n}.*.json")))
+        files = [f for f in files if not os.path.basename(f).startswith("median.")]
+        if not files:
+            continue
+        conflux, mpi, ctime, mtime, first, group = {}, {}, {}, {}, None, None
+        for f in files:
+            for _, run in plot.load_inputs([f]):
+                first = first or run
+                for row in plot.rows_of(run):
+                    s = plot.row_size(row)
+                    if group is None:
+                        group = plot.row_group(row)  # one (type, op): the first the runs report
+                    if not s or plot.row_group(row) != group:
+                        continue
+                    c = plot.row_value(row, False, False)
+                    m = plot.row_value(row, False, True)
+                    if c is not None:
+                        conflux.setdefault(int(s), []).append(c)
+                    if m is not None:
+                        mpi.setdefault(int(s), []).append(m)
+                    t = plot.row_time(row, False, False)
+                    if t is not None:
+                        ctime.setdefault(int(s), []).append(t)
+                    t = plot.row_time(row, False, True)
+                    if t is not None:
+                        mtime.setdefault(int(s), []).append(t)
+        sizes = sorted(set(conflux) | set(mpi))
+        rows = []
+        for s in sizes:
+            row = {"size": s, "busbw_oop": med(conflux.get(s, [])), "runs": len(conflux.get(s, []))}
+            if s in mpi:
+                row["mpi_busbw_oop"] = med(mpi[s])
+            if s in ctime:
+                row["time_oop"] = med(ctime[s])
+            if s in mtime:
+                row["mpi_time_oop"] = med(mtime[s])
+            rows.append(row)
+        has_time = bool(ctime)
+        summary = {"machine": (first or {}).get("machine") or {"cpu": machine.get("cpu"), "cores": machine.get("cores")},
+                   "command": plot.run_command(first or {}), "collective": coll, "ranks": int(n),
+                   "backend": "conflux", "compare": "mpi", "runs": len(files), "rows": rows}
+        mpath = os.path.join(raw, f"median.{coll}.{n}.json")
+        with open(mpath, "w") as f:
+            json.dump(summary, f, indent=1)
+        runs_for_plot.append(mpath)
+
+        lines = [f"### {coll}, {n} ranks", "",
+                 f"Median of {plural(len(files), 'run')}, out of place: bus bandwidth in GB/s (nccl-tests' busbw)"
+                 + (", time per call in µs." if has_time else "."), "",
+                 "| size | Conflux busbw | Open MPI busbw | Conflux / MPI |"
+                 + (" Conflux µs | Open MPI µs |" if has_time else ""),
+                 "|---:|---:|---:|---:|" + ("---:|---:|" if has_time else "")]
+        for r in rows:
+            c, m = r["busbw_oop"], r.get("mpi_busbw_oop")
+            ratio = f"{c / m:.2f}" if c is not None and m else "–"
+            line = f"| {fmt_size(r['size'])} | {num(c)} | {num(m)} | {ratio} |"
+            if has_time:
+                line += f" {num(r.get('time_oop'))} | {num(r.get('mpi_time_oop'))} |"
+            lines.append(line)
+        sections.append("\n".join(lines))
+    if runs_for_plot:
+        png = os.path.join(outdir, f"performance-{coll}.png")
+        title = f"{coll}: Conflux (solid) vs Open MPI (dashed), medians per size\n{machine.get('cpu', '')}, {machine.get('cores', '?')} cores"
+        rc = subprocess.call(["/usr/bin/python3", os.path.join(root, "perf", "plot.py"), *runs_for_plot, "-o", png,
+                              "--title", title])
+        if rc == 0:
+            plots.append((coll, os.path.basename(png)))
+        else:
+            print(f"perf_report.sh: no plot for {coll} (plot.py exit {rc})", file=sys.stderr)
+
+if not sections:
+    sys.exit(f"perf_report.sh: no JSON results in {raw}")
+
+md = ["# Performance: Conflux vs Open MPI", "",
+      "Written by `tools/perf_report.sh`; how we measure (pinning, medians, noise) is in "
+      "[performance-method.md](performance-method.md). Timings on these shared VMs vary up to ±2× from run "
+      "to run: compare the two columns of one table (measured side by side), not tables from different days.", "",
+      "## Machine", "",
+      f"- CPU: {machine.get('cpu', '?')}, {machine.get('cores', '?')} cores",
+      f"- Memory: {machine.get('mem', '?')}",
+      f"- Kernel: {machine.get('kernel', '?')} ({machine.get('os', '')})",
+      f"- MPI: {machine.get('mpi', '?')}",
+      f"- Conflux revision: {machine.get('revision', '?')}, measured {machine.get('date', '?')}",
+      "", "## Commands", "",
+      f"Each command below ran {plural(int(machine.get('reps') or 0), 'time')}, alternating over all collectives "
+      "and rank counts; the tables give the median per size.", "", "```"]
+md += commands or ["(commands not recorded: report rebuilt with -A)"]
+md += ["```", "", "## Results", ""]
+for coll, png in plots:
+    md += [f"![{coll}]({png})", ""]
+md += ["\n\n".join(sections), ""]
+with open(os.path.join(outdir, "performance.md"), "w") as f:
+    f.write("\n".join(md))
+print(f"perf_report.sh: wrote {os.path.join(outdir, 'performance.md')} and {len(plots)} plot(s)")
+PY
