@@ -2,17 +2,19 @@
 //
 // The staging area is used as two halves; the vector is cut into chunks that fit in a half, chunk k
 // living in half k & 1, and each chunk is cut into n slices (uneven: the first get one extra element).
-// Rank r owns slice r. Per chunk k:
-//   A_k: Barrier (everybody staged chunk k); rank r reduces slice r of all n staged chunks into slice r
-//        of its OWN staging (in place: the destination is one of the sources); it also stages chunk
-//        k + 1 into the other half, whose previous reads (chunk k - 1's copy-out) happened before this
-//        Barrier.
-//   F_k: Finalize of its slice, in place in its staging.
-//   B_k: Barrier (every slice is reduced and finalized); every rank copies every slice of chunk k from
-//        its owner's staging into recv.
+// Rank r owns slice r. Staging chunk k copies only the slices the peers reduce (all but slice r): rank
+// r reads its own slice straight from send. Per chunk k:
+//   A_k: Barrier (everybody staged chunk k); rank r reduces slice r of its send and of the n - 1 peers'
+//        staged chunks into slice r of its recv; it also stages chunk k + 1 into the other half, whose
+//        previous reads (chunk k - 1's copy-out) happened before this Barrier.
+//   F_k: Finalize of its slice, in place in recv.
+//   G_k: copy of the finished slice into slice r of its own staging (which stage() left untouched).
+//   B_k: Barrier (every slice is reduced, finalized and published); every rank copies every other
+//        slice of chunk k from its owner's staging into recv.
 // Round 0 stages chunk 0. Staging half h is rewritten (stage(k + 2) in A_{k+1}) only after the
-// Barrier that follows every peer's copy-out of chunk k (B_k), and in A_k a rank writes only its own
-// slice of its own staging while peers read their own slices, so no bytes are shared within an epoch.
+// Barrier that follows every peer's copy-out of chunk k (B_k); slice r of a rank's staging is written
+// only in G_k (peers read their own slices in A_k and slice r after B_k), so no bytes are shared within
+// an epoch.
 // Reduce-scatter and all-gather use the one-shot schedules (one_shot.cc) under the name "twoshot".
 #include <string>
 #include <vector>
@@ -34,26 +36,38 @@ void allReduce(PlanBuilder& b, const PlanParams& p) {
   const uint64_t ce = half / e, chunks = numChunks(p.count, ce);
   b.needStaging(chunks > 1 ? half + ce * e : p.count * e);
   auto halfOf = [&](int owner, uint64_t k) { return BufRef::staging(owner, (k & 1) * half); };
+  // Stage only the slices the peers reduce: this rank reads its own slice straight from send.
   auto stage = [&](uint64_t k) {
     const Piece pc = piece(p.count, ce, static_cast<int64_t>(k));
-    b.copy(halfOf(-1, k), BufRef::send(pc.first * e), pc.n * e);
+    const Blocks slices{pc.n, static_cast<uint64_t>(n)};
+    const uint64_t mineOff = slices.off(r), mineEnd = mineOff + slices.len(r);
+    if (mineOff > 0) b.copy(halfOf(-1, k), BufRef::send(pc.first * e), mineOff * e);
+    if (mineEnd < pc.n) {
+      b.copy(at(halfOf(-1, k), mineEnd * e), BufRef::send((pc.first + mineEnd) * e), (pc.n - mineEnd) * e);
+    }
   };
   stage(0);
   for (uint64_t k = 0; k < chunks; ++k) {
     const Piece pc = piece(p.count, ce, static_cast<int64_t>(k));
     const Blocks slices{pc.n, static_cast<uint64_t>(n)};
     const uint64_t mineOff = slices.off(r) * e, mineBytes = slices.len(r) * e;
+    const BufRef mineOut = BufRef::recv(pc.first * e + mineOff);
     b.nextRound();  // A_k
     b.barrier();
-    std::vector<BufRef> srcs;
-    for (int q = 0; q < n; ++q) srcs.push_back(at(halfOf(q, k), mineOff));
-    b.reduce(at(halfOf(-1, k), mineOff), srcs, mineBytes);
+    std::vector<BufRef> srcs{BufRef::send(pc.first * e + mineOff)};
+    for (int q = 0; q < n; ++q) {
+      if (q != r) srcs.push_back(at(halfOf(q, k), mineOff));
+    }
+    b.reduce(mineOut, srcs, mineBytes);
     if (k + 1 < chunks) stage(k + 1);
     b.nextRound();  // F_k
-    b.finalize(at(halfOf(-1, k), mineOff), mineBytes);
+    b.finalize(mineOut, mineBytes);
+    b.nextRound();  // G_k: publish the reduced slice where the peers can read it
+    b.copy(at(halfOf(-1, k), mineOff), mineOut, mineBytes);
     b.nextRound();  // B_k
     b.barrier();
     for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
       b.copy(BufRef::recv((pc.first + slices.off(q)) * e), at(halfOf(q, k), slices.off(q) * e),
              slices.len(q) * e);
     }
