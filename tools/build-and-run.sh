@@ -2,7 +2,7 @@
 # One-step set-up for a fresh Debian 12 machine: installs the packages Conflux needs (by name, from
 # Debian's archive), configures and builds, then runs either the main job or the whole test suite.
 #
-#   tools/build-and-run.sh demo   # all-reduce on local ranks: timing and a correctness check
+#   tools/build-and-run.sh demo   # the all-reduce perf suite on 4 local ranks, Open MPI beside it
 #   tools/build-and-run.sh test   # every test: release build (all labels) + sanitizer build (unit, multiproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,8 +31,8 @@ cmake --build --preset ci -j "$jobs"
 
 case "$mode" in
   demo)
-    echo "== all-reduce over 4 local ranks"
-    ./build/ci/perf/conflux-allreduce-demo --ranks 4 -b 8 -e 64M -f 8
+    echo "== conflux-perf: all-reduce over 4 local ranks, Open MPI beside it"
+    ./build/ci/perf/conflux_perf/conflux-perf allreduce --ranks 4 -b 8 -e 64M -f 8 --compare mpi
     ;;
   test)
     start=$(date +%s)

@@ -1,0 +1,111 @@
+// conflux-perf: the Conflux backend (the library under test), through its public C API on host buffers.
+// In-place all-to-all and send/recv: the API requires distinct buffers for these, so the in-place
+// column stages the input in a scratch buffer first (the copy is part of the measured time), as an
+// MPI_IN_PLACE implementation would.
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+
+namespace cfxperf {
+
+namespace {
+
+class ConfluxBackend final : public Backend {
+ public:
+  explicit ConfluxBackend(cfxComm_t comm) : comm_(comm) {
+    check(cfxCommUserRank(comm_, &rank_), "cfxCommUserRank");
+    check(cfxCommCount(comm_, &nranks_), "cfxCommCount");
+  }
+  ~ConfluxBackend() override { cfxCommDestroy(comm_); }
+  ConfluxBackend(const ConfluxBackend&) = delete;
+  ConfluxBackend& operator=(const ConfluxBackend&) = delete;
+
+  const char* name() const override { return "conflux"; }
+  int rank() const override { return rank_; }
+  int nranks() const override { return nranks_; }
+
+  bool supports(Coll, cfxDataType_t, cfxRedOp_t, size_t, std::string*) const override { return true; }
+
+  void run(Coll coll, const void* send, void* recv, size_t count, cfxDataType_t type, cfxRedOp_t op,
+           int root) override {
+    const size_t elt = typeSize(type);
+    switch (coll) {
+      case Coll::AllReduce:
+        check(cfxAllReduce(send, recv, count, type, op, comm_, nullptr), "cfxAllReduce");
+        break;
+      case Coll::AllGather:
+        check(cfxAllGather(send, recv, count, type, comm_, nullptr), "cfxAllGather");
+        break;
+      case Coll::ReduceScatter:
+        check(cfxReduceScatter(send, recv, count, type, op, comm_, nullptr), "cfxReduceScatter");
+        break;
+      case Coll::Broadcast:
+        check(cfxBroadcast(send, recv, count, type, root, comm_, nullptr), "cfxBroadcast");
+        break;
+      case Coll::Reduce:
+        check(cfxReduce(send, recv, count, type, op, root, comm_, nullptr), "cfxReduce");
+        break;
+      case Coll::AllToAll:
+        if (send == recv) send = stage(send, count * elt * static_cast<size_t>(nranks_));
+        check(cfxAllToAll(send, recv, count, type, comm_, nullptr), "cfxAllToAll");
+        break;
+      case Coll::SendRecv: {
+        if (send == recv) send = stage(send, count * elt);
+        const int next = (rank_ + 1) % nranks_;
+        const int prev = (rank_ - 1 + nranks_) % nranks_;
+        check(cfxGroupStart(), "cfxGroupStart");
+        cfxResult_t s = cfxSend(send, count, type, next, comm_, nullptr);
+        cfxResult_t r = cfxRecv(recv, count, type, prev, comm_, nullptr);
+        cfxResult_t e = cfxGroupEnd();
+        check(s, "cfxSend");
+        check(r, "cfxRecv");
+        check(e, "cfxGroupEnd (send/recv)");
+        break;
+      }
+    }
+  }
+
+  void groupStart() override { check(cfxGroupStart(), "cfxGroupStart"); }
+  void groupEnd() override { check(cfxGroupEnd(), "cfxGroupEnd"); }
+
+  void barrier() override {
+    float one = 1, sum = 0;
+    check(cfxAllReduce(&one, &sum, 1, cfxFloat32, cfxSum, comm_, nullptr), "cfxAllReduce (barrier)");
+  }
+
+  void allreduce(double* values, int n, Combine how) override {
+    std::vector<double> out(static_cast<size_t>(n));
+    cfxRedOp_t op = how == Combine::Sum ? cfxSum : how == Combine::Min ? cfxMin : cfxMax;
+    check(cfxAllReduce(values, out.data(), static_cast<size_t>(n), cfxFloat64, op, comm_, nullptr),
+          "cfxAllReduce (statistics)");
+    std::memcpy(values, out.data(), out.size() * sizeof(double));
+  }
+
+ private:
+  void check(cfxResult_t result, const char* what) const {
+    if (result != cfxSuccess) {
+      throw std::runtime_error(std::string(what) + " failed: " + cfxGetErrorString(result) + ": " +
+                               cfxGetLastError(comm_));
+    }
+  }
+
+  const void* stage(const void* data, size_t bytes) {
+    if (scratch_.size() < bytes) scratch_.resize(bytes);
+    if (bytes > 0) std::memcpy(scratch_.data(), data, bytes);
+    return scratch_.data();
+  }
+
+  cfxComm_t comm_;
+  int rank_ = 0;
+  int nranks_ = 1;
+  std::vector<char> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> makeConfluxBackend(cfxComm_t comm) { return std::make_unique<ConfluxBackend>(comm); }
+
+}  // namespace cfxperf

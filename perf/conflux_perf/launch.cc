@@ -1,0 +1,256 @@
+// conflux-perf: fork, mpirun re-execution and launcher-environment start-up (see launch.h).
+#include "launch.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend.h"
+#include "json.h"
+#include "runner.h"
+#include "sysinfo.h"
+
+namespace cfxperf {
+
+namespace {
+
+// Set by the mpirun re-execution so that ranks report the command the user typed.
+constexpr const char* kCommandLineVar = "CFXPERF_COMMAND_LINE";
+
+std::string shellJoin(int argc, char** argv) {
+  std::string out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                                   "-_./=:,+@%") == std::string::npos;
+    if (!plain) {
+      std::string q = "'";
+      for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      a = q + "'";
+    }
+    out += (i ? " " : "") + a;
+  }
+  return out;
+}
+
+void check(cfxResult_t r, const char* what) {
+  if (r != cfxSuccess) {
+    throw std::runtime_error(std::string(what) + " failed: " + cfxGetErrorString(r) + ": " + cfxGetLastError(nullptr));
+  }
+}
+
+void pinIfAsked(const Options& opts, int localRank) {
+  if (!opts.pin) return;
+  const int core = localRank % onlineCores();
+  if (!pinToCore(core)) std::fprintf(stderr, "conflux-perf: warning: could not pin to core %d\n", core);
+}
+
+int runGuarded(const Options& opts, RankSetup& setup, int rank) {
+  try {
+    return runBenchmark(opts, setup);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "conflux-perf: rank %d: %s\n", rank, e.what());
+    return 1;
+  }
+}
+
+// --ranks N with Conflux only: N forked processes.
+int runForked(const Options& opts, const std::string& commandLine) {
+  struct Shared {
+    std::atomic<int> state;  // 0 waiting, 1 id ready, -1 rank 0 failed
+    cfxUniqueId id;
+  };
+  void* page = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) throw std::runtime_error("mmap of the shared id page failed");
+  auto* shared = new (page) Shared();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < opts.ranks; ++r) {
+    pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid > 0) {
+      pids.push_back(pid);
+      continue;
+    }
+    int code = 1;
+    try {
+      pinIfAsked(opts, r);
+      if (r == 0) {
+        cfxResult_t res = cfxGetUniqueId(&shared->id);
+        shared->state.store(res == cfxSuccess ? 1 : -1);
+        check(res, "cfxGetUniqueId");
+      } else {
+        while (shared->state.load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+        if (shared->state.load() < 0) throw std::runtime_error("rank 0 could not create the unique id");
+      }
+      cfxComm_t comm = nullptr;
+      check(cfxCommInitRank(&comm, opts.ranks, shared->id, r), "cfxCommInitRank");
+      RankSetup setup;
+      setup.backends.push_back(makeConfluxBackend(comm));
+      setup.localRank = r;
+      setup.launch = "forked by conflux-perf";
+      setup.commandLine = commandLine;
+      code = runGuarded(opts, setup, r);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "conflux-perf: rank %d: %s\n", r, e.what());
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    _exit(code);
+  }
+  // Wait for every rank; once one fails, give the others a grace period to notice, then stop them.
+  int worst = 0;
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  while (!pids.empty()) {
+    int status = 0;
+    const bool failed = worst != 0;
+    pid_t done = waitpid(-1, &status, failed ? WNOHANG : 0);  // block until the first failure
+    if (done > 0) {
+      pids.erase(std::remove(pids.begin(), pids.end(), done), pids.end());
+      int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+      if (code != 0 && worst == 0) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      worst = std::max(worst, code);
+      continue;
+    }
+    if (done < 0 && errno != EINTR) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (pid_t p : pids) kill(p, SIGKILL);  // our own children that have not exited yet
+      deadline = std::chrono::steady_clock::time_point::max();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  munmap(page, sizeof(Shared));
+  return worst;
+}
+
+// --ranks N with an MPI backend: become mpirun.
+int reexecUnderMpirun(const Options& opts, int argc, char** argv, const std::string& commandLine) {
+  if (!mpiAvailable()) {
+    std::fprintf(stderr, "conflux-perf: --backend mpi and --compare mpi need a build with MPI "
+                         "(CONFLUX_HAVE_MPI); this one has none\n");
+    return 2;
+  }
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {
+    std::fprintf(stderr, "conflux-perf: --ranks starts its own ranks; under mpirun, leave it out\n");
+    return 2;
+  }
+  char self[PATH_MAX] = {};
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string exe = len > 0 ? std::string(self, static_cast<size_t>(len)) : std::string(argv[0]);
+  std::vector<std::string> args = {mpiexecPath(), "--allow-run-as-root", "--oversubscribe", "-np",
+                                   std::to_string(opts.ranks), "--bind-to",
+                                   opts.pin ? "core:overload-allowed" : "none", "--mca", "btl", "self,vader", exe};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--ranks") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("--ranks=", 0) == 0) continue;
+    args.push_back(a);
+  }
+  setenv(kCommandLineVar, commandLine.c_str(), 1);
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  std::fflush(stdout);
+  execvp(cargs[0], cargs.data());
+  std::fprintf(stderr, "conflux-perf: cannot run %s: %s\n", cargs[0], std::strerror(errno));
+  return 127;
+}
+
+// No --ranks, MPI backend in use: MPI_COMM_WORLD.
+int runUnderMpi(const Options& opts, int argc, char** argv, const std::string& commandLine) {
+  mpiInit(&argc, &argv);
+  const int rank = mpiRank();
+  int code = 1;
+  try {
+    const int local = launcherLocalRank();
+    pinIfAsked(opts, local >= 0 ? local : rank);
+    RankSetup setup;
+    if (!opts.compare.empty()) {
+      cfxComm_t comm = nullptr;
+      check(confluxCommFromMpi(&comm), "cfxCommInitFromMpi");
+      setup.backends.push_back(makeConfluxBackend(comm));
+    }
+    setup.backends.push_back(makeMpiBackend());
+    setup.localRank = local >= 0 ? local : rank;
+    setup.launch = std::getenv(kCommandLineVar) ? "mpirun, started by --ranks" : "MPI";
+    setup.commandLine = commandLine;
+    code = runBenchmark(opts, setup);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "conflux-perf: rank %d: %s\n", rank, e.what());
+    mpiAbort(1);
+  }
+  mpiFinalize();
+  return code;
+}
+
+// No --ranks, Conflux only: the launcher's environment, or one rank.
+int runFromEnvironment(const Options& opts, const std::string& commandLine) {
+  const bool launcher = launcherEnvPresent();
+  const int local = launcherLocalRank();
+  pinIfAsked(opts, local >= 0 ? local : 0);
+  cfxComm_t comm = nullptr;
+  if (launcher) {
+    check(cfxCommInitFromEnv(&comm), "cfxCommInitFromEnv");
+  } else {
+    cfxUniqueId id;
+    check(cfxGetUniqueId(&id), "cfxGetUniqueId");
+    check(cfxCommInitRank(&comm, 1, id, 0), "cfxCommInitRank");
+  }
+  RankSetup setup;
+  setup.backends.push_back(makeConfluxBackend(comm));
+  int rank = setup.backends[0]->rank();
+  int localRank = 0, localSize = 1;
+  if (cfxCommLocalRank(comm, &localRank, &localSize) != cfxSuccess) localRank = local >= 0 ? local : rank;
+  setup.localRank = localRank;
+  setup.launch = launcher ? "launcher environment" : "single process";
+  setup.commandLine = commandLine;
+  return runGuarded(opts, setup, rank);
+}
+
+}  // namespace
+
+int launchAndRun(const Options& opts, int argc, char** argv) {
+  const char* given = std::getenv(kCommandLineVar);
+  const std::string commandLine = given ? given : shellJoin(argc, argv);
+  try {
+    if (opts.timeoutSec > 0) setenv("CONFLUX_TIMEOUT_MS", std::to_string(opts.timeoutSec * 1000).c_str(), 1);
+    // Fail on an unwritable -J before any rank starts (under a launcher, rank 0 checks it instead).
+    if (!opts.jsonPath.empty() && opts.ranks > 0) JsonReport probe(opts.jsonPath);
+    if (needsMpi(opts) && opts.ranks > 0) return reexecUnderMpirun(opts, argc, argv, commandLine);
+    if (needsMpi(opts)) {
+      if (!mpiAvailable()) {
+        std::fprintf(stderr, "conflux-perf: --backend mpi and --compare mpi need a build with MPI "
+                             "(CONFLUX_HAVE_MPI); this one has none\n");
+        return 2;
+      }
+      return runUnderMpi(opts, argc, argv, commandLine);
+    }
+    if (opts.ranks > 0) return runForked(opts, commandLine);
+    return runFromEnvironment(opts, commandLine);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "conflux-perf: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace cfxperf

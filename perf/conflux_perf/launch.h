@@ -1,0 +1,18 @@
+// conflux-perf: how the ranks come to exist, and the communicators they use.
+//  --ranks N, Conflux only: fork N local ranks; rank 0 makes the unique id and hands it over through a
+//      shared anonymous page created before the fork.
+//  --ranks N with --backend mpi or --compare mpi: re-execute under mpirun (-np N, --bind-to core with
+//      --pin) with the same arguments minus --ranks.
+//  No --ranks: under MPI (mpi backend in use) ranks come from MPI_COMM_WORLD and the Conflux
+//      communicator from cfxCommInitFromMpi; otherwise from the launcher's environment
+//      (cfxCommInitFromEnv), or a single rank when no launcher variables are set.
+#pragma once
+
+#include "options.h"
+
+namespace cfxperf {
+
+/// Starts the ranks and runs the benchmark; returns the process exit status.
+int launchAndRun(const Options& opts, int argc, char** argv);
+
+}  // namespace cfxperf

@@ -1,0 +1,56 @@
+// conflux-perf: command-line options. nccl-tests' flags with their meanings and defaults, plus
+// conflux-perf's own (--ranks, --pin, --backend, --compare). Parsing validates everything it can
+// before any rank starts, so a bad flag is one clear message and exit status 2.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "collectives.h"
+
+namespace cfxperf {
+
+struct Options {
+  Coll coll = Coll::AllReduce;
+  // nccl-tests flags (defaults are nccl-tests' own).
+  size_t minBytes = 32u << 20;   ///< -b
+  size_t maxBytes = 32u << 20;   ///< -e
+  size_t stepBytes = 1u << 20;   ///< -i (used when stepFactor <= 1)
+  size_t stepFactor = 1;         ///< -f
+  int iters = 20;                ///< -n
+  int aggIters = 1;              ///< -m
+  int warmup = 5;                ///< -w
+  int runCycles = 1;             ///< -N (0: forever)
+  int check = 1;                 ///< -c: check iterations per row (0: no check, #wrong is N/A)
+  std::vector<cfxRedOp_t> ops;   ///< -o (default sum; all: sum prod max min avg)
+  std::vector<cfxDataType_t> types;  ///< -d (default float; all: every type)
+  int root = 0;                  ///< -r (-1: every root, for broadcast and reduce)
+  int blocking = 0;              ///< -z: barrier after every call
+  int timeoutSec = 0;            ///< -T: a stuck peer fails the call after this many seconds
+  int average = 1;               ///< -a: 0 rank 0, 1 mean, 2 min, 3 max of the ranks' times
+  int reportCputime = 0;         ///< -C: label the time column "cputime" (host calls: the same clock)
+  std::string jsonPath;          ///< -J
+  // conflux-perf flags.
+  int ranks = 0;                 ///< --ranks: fork this many local ranks (0: use the launcher)
+  bool pin = false;              ///< --pin: rank r runs on core r % cores
+  std::string backend = "conflux";  ///< --backend conflux|mpi
+  std::string compare;           ///< --compare mpi (empty: no comparison)
+  std::vector<std::string> argv; ///< the command line as given
+};
+
+enum class ParseStatus { Ok, Help, Error };
+
+/// Parses argv (argv[1] is the subcommand). On Error, *error holds the message to print.
+ParseStatus parseOptions(int argc, char** argv, Options* opts, std::string* error);
+
+/// The usage text (printed by -h).
+std::string usageText(const char* program);
+
+/// True when the MPI backend is needed in this process (--backend mpi or --compare mpi).
+bool needsMpi(const Options& opts);
+
+/// Parses a size with an optional K/M/G suffix (powers of 1024), as nccl-tests does. False if invalid.
+bool parseSize(const std::string& text, size_t* bytes);
+
+}  // namespace cfxperf
