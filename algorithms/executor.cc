@@ -1,5 +1,7 @@
 #include "algorithms/executor.h"
 
+#include <sched.h>
+
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -85,6 +87,7 @@ class RankExecutor {
       if (op.kind == OpKind::Barrier) states_[i].generation = world_->barrierArrive();
     }
     int idle = 0;
+    int yields = 0;
     bool progressedSinceCheck = false;
     lastProgress_ = Clock::now();
     for (;;) {
@@ -93,11 +96,20 @@ class RankExecutor {
       if (allDone) break;
       if (progressed) {
         idle = 0;
+        yields = 0;
         progressedSinceCheck = true;
         continue;
       }
       if (++idle < env_.spinCount) {
         CFX_CPU_RELAX();
+        continue;
+      }
+      // More ranks than cores: hand the core to a peer that can make progress before paying for a
+      // futex sleep and wake-up (tens of microseconds each when every core is busy).
+      if (yields < env_.yieldCount) {
+        ++yields;
+        sched_yield();
+        idle = env_.spinCount;  // poll once more after the yield
         continue;
       }
       // Reading the clock only here keeps it off the fast path.

@@ -50,6 +50,7 @@ struct ExecEnv {
   std::vector<int> globalOfLocal; ///< Local rank -> global rank.
   int timeoutMs = 30000;
   int spinCount = 2000;
+  int yieldCount = 0;             ///< sched_yield() calls before sleeping (oversubscribed nodes).
   bool checkArgs = true;
   const std::atomic<bool>* aborted = nullptr;
 };

@@ -105,7 +105,10 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   env_.spinCount = static_cast<int>(config::getInt(config::Var::SPIN_COUNT));
   // More local ranks than cores: a spinning rank steals the core its peer needs, so block almost at once.
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cpus > 0 && localSize_ > cpus) env_.spinCount = std::min(env_.spinCount, 50);
+  if (cpus > 0 && localSize_ > cpus) {
+    env_.spinCount = std::min(env_.spinCount, 50);
+    env_.yieldCount = static_cast<int>(config::getInt(config::Var::YIELD_COUNT));
+  }
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
   env_.aborted = &aborted_;
   planCacheSize_ = static_cast<size_t>(std::max<int64_t>(0, config::getInt(config::Var::PLAN_CACHE)));
