@@ -205,9 +205,9 @@ def run_command(run):
 
 
 def command_text(c):
-    if isinstance(c, list):
-        return " ".join(str(x) for x in c)
-    return str(c) if c else ""
+    """The command as text, with absolute paths cut to their last component (plots are published)."""
+    words = [str(x) for x in c] if isinstance(c, list) else (str(c).split() if c else [])
+    return " ".join(os.path.basename(w) if w.startswith("/") else w for w in words)
 
 
 # ---------------------------------------------------------------------------------------------------------

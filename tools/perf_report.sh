@@ -18,7 +18,7 @@
 #     -o DIR     where performance.md and the plots go (default docs/)
 #     -k DIR     keep the raw JSON files in DIR (default: a temporary directory, removed at exit)
 #     -A DIR     no runs: rebuild the report from the raw JSON files a previous -k left in DIR
-#     -x ARGS    extra arguments for every conflux-perf run (e.g. "-R 1" for registered buffers)
+#     -x ARGS    extra arguments for every conflux-perf run (e.g. "-d double"; "-R 1" once buffers can be registered)
 #     -d         dry run: print the commands and exit
 set -euo pipefail
 
