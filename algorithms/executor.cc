@@ -32,6 +32,9 @@ constexpr std::byte kZeros[kWireAlign] = {};
 constexpr auto kLivenessInterval = std::chrono::milliseconds(50);
 constexpr int kMaxSleepMs = 50;
 
+// Messages at least this large are copied into the caller's receive buffer with non-temporal stores.
+constexpr uint64_t kStreamMessageBytes = uint64_t{8} << 20;
+
 using OpState = ExecWorkspace::OpState;
 
 class RankExecutor {
@@ -41,7 +44,8 @@ class RankExecutor {
       : plan_(plan), bufs_(bufs), call_(call), env_(env), world_(env.world),
         eltSize_(dataTypeSize(call.dtype)), reduce_(cpu::reduceFunction(call.dtype, call.op)),
         states_(work.states), sendBusy_(work.sendBusy), recvBusy_(work.recvBusy),
-        peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs) {
+        peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs),
+        streamToRecv_(call.count * eltSize_ >= kStreamMessageBytes) {
     sendBusy_.assign(env.nranks, 0);
     recvBusy_.assign(env.nranks, 0);
     peerChecked_.assign(env.nranks, 0);
@@ -225,7 +229,12 @@ class RankExecutor {
     switch (op.kind) {
       case OpKind::Copy: {
         const std::byte* src = resolve(plan_.src(op, 0));
-        if (src != dst && op.bytes > 0) cpu::copy(dst, src, op.bytes);
+        if (src == dst || op.bytes == 0) break;
+        // Pieces of a message far larger than the caches go to the caller's buffer with non-temporal
+        // stores: the lines would be evicted before anyone reads them, and streaming skips the reads
+        // that ordinary stores cause (read-for-ownership).
+        if (op.dst.kind == BufKind::Recv && streamToRecv_) cpu::copyStreaming(dst, src, op.bytes);
+        else cpu::copy(dst, src, op.bytes);
         break;
       }
       case OpKind::Reduce: {
@@ -407,6 +416,7 @@ class RankExecutor {
   std::vector<uint8_t>& recvBusy_;
   std::vector<uint8_t>& peerChecked_;
   std::vector<const void*>& srcPtrs_;
+  const bool streamToRecv_;
   size_t round_ = 0;
   Clock::time_point lastProgress_{};
   Clock::time_point lastLiveness_{};

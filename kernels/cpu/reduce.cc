@@ -159,6 +159,14 @@ void copy(void* dst, const void* src, size_t bytes) {
   activeTable().streamCopy(dst, src, bytes);
 }
 
+void copyStreaming(void* dst, const void* src, size_t bytes) {
+  if (bytes < 256) {
+    if (bytes != 0) std::memcpy(dst, src, bytes);
+    return;
+  }
+  activeTable().streamCopy(dst, src, bytes);
+}
+
 const char* isaName() { return isaName(activeIsa()); }
 
 }  // namespace conflux::cpu

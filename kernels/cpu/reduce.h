@@ -27,6 +27,10 @@ void divideInPlace(DataType type, void* data, size_t count, int divisor);
 /// memcpy tuned for large buffers (non-temporal stores above a threshold). Buffers must not overlap.
 void copy(void* dst, const void* src, size_t bytes);
 
+/// memcpy with non-temporal stores at any size (from 256 bytes): for destinations the caches cannot
+/// hold anyway, e.g. the pieces of a message much larger than the caches. Buffers must not overlap.
+void copyStreaming(void* dst, const void* src, size_t bytes);
+
 /// Name of the instruction set the dispatcher picked ("avx512", "avx2", "scalar"), for logs and benchmarks.
 /// CONFLUX_CPU_ISA=scalar|avx2|avx512 narrows the choice; kernels/cpu/isa.h has the full control.
 const char* isaName();

@@ -280,4 +280,20 @@ TEST(ReduceKernelDispatch, EveryKernelExistsAndAvgIsSum) {
   EXPECT_NE(conflux::cpu::reduceFunction(DataType::Bfloat16, RedOp::Max), nullptr);
 }
 
+// copyStreaming: non-temporal at every size from 256 bytes, any alignment, on every ISA path.
+TEST_P(ReduceKernelSemantics, CopyStreamingMatchesMemcpy) {
+  conflux::cpu::forceIsa(GetParam());
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{255}, size_t{256}, size_t{257}, size_t{4099}, (size_t{1} << 20) + 3}) {
+    for (size_t shift : {size_t{0}, size_t{1}, size_t{13}}) {
+      std::vector<unsigned char> src(bytes + 16), dst(bytes + 32, 0xEE);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+      conflux::cpu::copyStreaming(dst.data() + shift, src.data() + (shift % 7), bytes);
+      EXPECT_EQ(std::memcmp(dst.data() + shift, src.data() + (shift % 7), bytes), 0) << bytes << " bytes, shift " << shift;
+      for (size_t i = 0; i < shift; ++i) EXPECT_EQ(dst[i], 0xEE);
+      for (size_t i = shift + bytes; i < dst.size(); ++i) EXPECT_EQ(dst[i], 0xEE) << "wrote past the end";
+    }
+  }
+  conflux::cpu::forceIsa("auto");
+}
+
 }  // namespace
