@@ -16,10 +16,9 @@
 namespace conflux {
 namespace {
 
-// What every rank tells the others at init.
+// What every rank tells the others at init (pids travel in the shared-memory setup, which needs them).
 struct PeerInfo {
   char hostId[240];
-  int64_t pid;
 };
 
 std::vector<uint8_t> toBytes(const PeerInfo& info) {
@@ -61,7 +60,6 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   PeerInfo mine{};
   std::string host = hostIdentity();
   std::strncpy(mine.hostId, host.c_str(), sizeof mine.hostId - 1);
-  mine.pid = getpid();
   std::vector<uint8_t> all = boot.allGather(toBytes(mine));
   std::vector<std::string> hosts(nranks);
   for (int r = 0; r < nranks; ++r) {
@@ -234,6 +232,7 @@ Status CommunicatorImpl::execute(const Plan& plan, const ExecBuffers& bufs, Exec
 Status CommunicatorImpl::failed(const Status& s) {
   std::lock_guard<std::mutex> lock(errorMutex_);
   if (error_.isOk()) error_ = s;
+  hasError_.store(true, std::memory_order_release);
   return s;
 }
 
@@ -252,9 +251,9 @@ void CommunicatorImpl::abort() {
 }
 
 Status CommunicatorImpl::asyncError() const {
-  {
+  if (hasError_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(errorMutex_);
-    if (!error_.isOk()) return error_;
+    return error_;
   }
   // A failure elsewhere is visible here even while this rank is between calls.
   if (world_) {

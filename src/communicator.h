@@ -96,6 +96,7 @@ class CommunicatorImpl {
   std::atomic<bool> aborted_{false};
   mutable std::mutex errorMutex_;
   Status error_;                     // sticky
+  std::atomic<bool> hasError_{false};  // error_ is set: lets healthy calls skip errorMutex_
 
   uint64_t seq_ = 0;
   uint64_t stagingEpoch_ = 0;

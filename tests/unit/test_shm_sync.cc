@@ -169,13 +169,20 @@ TEST(ShmLiveness, DetectsKilledPeerWhileZombie) {
     if (rank == 1) {
       for (;;) ::pause();  // the victim
     }
-    SHM_CHECK(w->deadPeer() == -1);
+    SHM_CHECK(w->deadPeers().empty());
     words[0].fetch_add(1);  // ready
     const double deadline = nowUs() + 10e6;
     while (words[1].load() == 0) ::usleep(200);
     const double killedAt = ranks.area().values[0][0];
     int dead = -1;
-    while ((dead = w->deadPeer()) < 0 && nowUs() < deadline) ::usleep(1000);
+    while (nowUs() < deadline) {
+      const std::vector<int> d = w->deadPeers();
+      if (!d.empty()) {
+        dead = d.front();
+        break;
+      }
+      ::usleep(1000);
+    }
     const double ms = (nowUs() - killedAt) / 1e3;
     SHM_CHECK(dead == 1);
     // Still a zombie: the parent reaps it only after we exit. The procfs fallback must agree.
@@ -206,7 +213,7 @@ TEST(ShmLiveness, PidfdAndProcfsSeeZombieAndReapedChild) {
   {
     PeerLiveness self;
     self.watch({0, ::getpid()});
-    EXPECT_EQ(self.firstDead(), -1);
+    EXPECT_TRUE(self.allDead().empty());
   }
   siginfo_t info{};
   ASSERT_EQ(::waitid(P_PID, child, &info, WEXITED | WNOWAIT), 0);  // exited, not reaped: a zombie
@@ -219,8 +226,8 @@ TEST(ShmLiveness, PidfdAndProcfsSeeZombieAndReapedChild) {
   }
   PeerLiveness watcher;
   watcher.watch({0, 0, child});
-  EXPECT_EQ(watcher.firstDead(), 2);
+  EXPECT_EQ(watcher.allDead(), std::vector<int>{2});
   ASSERT_EQ(::waitpid(child, nullptr, 0), child);
   EXPECT_TRUE(PeerLiveness::exitedByProcfs(child));
-  EXPECT_EQ(watcher.firstDead(), 2);
+  EXPECT_EQ(watcher.allDead(), std::vector<int>{2});
 }

@@ -1,5 +1,4 @@
 // PeerLiveness: pidfd polling with a procfs fallback (see liveness.h).
-#include <algorithm>
 #include "transport/shm/liveness.h"
 
 #include <fcntl.h>
@@ -64,11 +63,6 @@ std::vector<int> PeerLiveness::allDead() {
   for (const Watched& w : watched_)
     if (w.pidfd < 0 && exitedByProcfs(w.pid)) dead.push_back(w.localRank);
   return dead;
-}
-
-int PeerLiveness::firstDead() {
-  std::vector<int> dead = allDead();
-  return dead.empty() ? -1 : *std::min_element(dead.begin(), dead.end());
 }
 
 bool PeerLiveness::exitedByProcfs(pid_t pid) {

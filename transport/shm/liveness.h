@@ -20,8 +20,6 @@ class PeerLiveness {
   /// Starts watching pids[i] for local rank i; entries <= 0 (self, unwatchable) are skipped.
   void watch(const std::vector<pid_t>& pids);
 
-  /// First watched local rank whose process has exited, or -1. Never blocks (poll with timeout 0).
-  int firstDead();
   /// Every watched local rank whose process has exited (unordered). Never blocks.
   std::vector<int> allDead();
 

@@ -194,7 +194,6 @@ class ShmWorldImpl final : public ShmWorld {
   void wakeSelf() override { ringDoorbell(control(me()).bell); }
   void wakePeer(int localPeer) override { ringDoorbell(control(checkRank(localPeer)).bell); }
 
-  int deadPeer() override { return liveness_.firstDead(); }
   std::vector<int> deadPeers() override { return liveness_.allDead(); }
 
   void postError(const SharedError& err) override {

@@ -82,7 +82,7 @@ struct CallDescriptor {
 
 /// Threading: each channel direction has one user thread at a time (SPSC); barrier*() and publishCall()
 /// belong to the thread that drives collectives; doorbell(), sleep(), wakeSelf(), postError(), error(),
-/// peerCall() and deadPeer() may be called from any thread.
+/// peerCall() and deadPeers() may be called from any thread.
 class ShmWorld {
  public:
   /// Creates this rank's segment, exchanges names/pids via `ex`, maps all peers, unlinks its own
@@ -125,8 +125,6 @@ class ShmWorld {
   virtual void wakePeer(int localPeer) = 0;
 
   // --- Failure handling. ---
-  /// Local rank of a peer whose process has exited, or -1 (pidfd poll, no blocking).
-  virtual int deadPeer() = 0;
   /// Every local rank whose process has exited (a peer that finished its work and exited is not an error
   /// unless someone still waits for it: callers filter by who they wait for).
   virtual std::vector<int> deadPeers() = 0;
