@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "algorithms/call_check.h"
 #include "core/log.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -276,16 +277,7 @@ class RankExecutor {
     return s + ")";
   }
 
-  Status fail(const Status& s, int failedRank) {
-    shm::SharedError e;
-    e.code = static_cast<int>(s.code());
-    e.failedRank = failedRank;
-    e.reporterRank = env_.rank;
-    e.message = s.message().substr(0, 200);
-    world_->postError(e);
-    CFX_WARN(kColl, "%s", s.message().c_str());
-    return s;
-  }
+  Status fail(const Status& s, int failedRank) { return reportFailure(env_, s, failedRank); }
 
   Status checkHealth(const Round& round) {
     if (env_.aborted != nullptr && env_.aborted->load(std::memory_order_acquire)) {
@@ -380,28 +372,14 @@ class RankExecutor {
   }
 
   std::string mismatch(const shm::CallDescriptor& d) const {
-    auto collOf = [](uint32_t c) { return std::string(collectiveName(static_cast<Collective>(c))); };
-    if (d.coll != static_cast<uint32_t>(call_.coll)) {
-      return "collective " + collOf(static_cast<uint32_t>(call_.coll)) + " vs " + collOf(d.coll);
-    }
-    if (call_.coll == Collective::SendRecv) return {};
-    if (d.count != call_.count) {
-      return "count " + std::to_string(call_.count) + " vs " + std::to_string(d.count);
-    }
-    if (d.dtype != static_cast<uint32_t>(call_.dtype)) {
-      return "datatype " + std::string(dataTypeName(call_.dtype)) + " vs " +
-             std::string(dataTypeName(static_cast<DataType>(d.dtype)));
-    }
-    bool reduces = call_.coll == Collective::AllReduce || call_.coll == Collective::Reduce ||
-                   call_.coll == Collective::ReduceScatter;
-    if (reduces && d.op != static_cast<uint32_t>(call_.op)) {
-      return "op " + std::string(redOpName(call_.op)) + " vs " + std::string(redOpName(static_cast<RedOp>(d.op)));
-    }
-    bool rooted = call_.coll == Collective::Reduce || call_.coll == Collective::Broadcast;
-    if (rooted && d.root != call_.root) {
-      return "root " + std::to_string(call_.root) + " vs " + std::to_string(d.root);
-    }
-    return {};
+    shm::CallDescriptor mine;
+    mine.seq = call_.seq;
+    mine.coll = static_cast<uint32_t>(call_.coll);
+    mine.dtype = static_cast<uint32_t>(call_.dtype);
+    mine.op = static_cast<uint32_t>(call_.op);
+    mine.root = call_.root;
+    mine.count = call_.count;
+    return callMismatch(mine, d);
   }
 
   const Plan& plan_;
@@ -423,6 +401,17 @@ class RankExecutor {
 };
 
 }  // namespace
+
+Status reportFailure(const ExecEnv& env, const Status& s, int failedRank) {
+  shm::SharedError e;
+  e.code = static_cast<int>(s.code());
+  e.failedRank = failedRank;
+  e.reporterRank = env.rank;
+  e.message = s.message().substr(0, 200);
+  env.world->postError(e);
+  CFX_WARN(kColl, "%s", s.message().c_str());
+  return s;
+}
 
 Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,
                ExecWorkspace& work) {

@@ -67,6 +67,9 @@ struct ExecWorkspace {
   std::vector<const void*> srcPtrs;
 };
 
+/// Posts `s` to every local rank's error slot (naming `failedRank`, or -1), logs it, and returns it.
+Status reportFailure(const ExecEnv& env, const Status& s, int failedRank);
+
 /// Runs `plan` for this rank. Returns Ok, or the first error (also posted to every local rank).
 Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,
                ExecWorkspace& work);

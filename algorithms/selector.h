@@ -30,6 +30,8 @@ class Selector {
   explicit Selector(const std::string& forced = "");
 
   Selection select(Collective coll, uint64_t bytes, const CommShape& shape) const;
+  /// True when CONFLUX_ALGO names an algorithm for `coll` (then the eager path stays out of the way).
+  bool forces(Collective coll) const { return forcedAll_.has_value() || forcedPer_.count(coll) != 0; }
 
  private:
   Selection byDefault(Collective coll, uint64_t bytes, const CommShape& shape) const;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "algorithms/eager.h"
 #include "core/bootstrap/bootstrap.h"
 #include "core/bootstrap/store_client.h"
 #include "core/bootstrap/store_server.h"
@@ -109,6 +110,8 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   }
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
   env_.aborted = &aborted_;
+  const int64_t eagerWanted = config::getInt(config::Var::EAGER_BYTES);
+  eagerBytes_ = std::min<uint64_t>(eagerWanted > 0 ? static_cast<uint64_t>(eagerWanted) : 0, eagerCapacity());
   planCacheSize_ = static_cast<size_t>(std::max<int64_t>(0, config::getInt(config::Var::PLAN_CACHE)));
   shape_ = CommShape{nranks_, numNodes_, numNodes_ == 1};
 
@@ -144,13 +147,17 @@ Status CommunicatorImpl::run(const CallArgs& a) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (Status e = asyncError(); !e) return Status(e.code(), "communicator is out of service: " + e.message());
   if (a.count == 0) return Status::ok();
+  const auto elt = static_cast<uint32_t>(dataTypeSize(a.dtype));
+  if (numNodes_ == 1 && eagerInputBytes(a.coll, a.count, elt, nranks_) <= eagerBytes_ && !selector_.forces(a.coll)) {
+    return runEagerCall(a);
+  }
 
   PlanParams p;
   p.coll = a.coll;
   p.nranks = nranks_;
   p.rank = rank_;
   p.count = a.count;
-  p.eltSize = static_cast<uint32_t>(dataTypeSize(a.dtype));
+  p.eltSize = elt;
   p.root = a.root;
   p.stagingBytes = stagingBytes_;
   p.chunkBytes = chunkBytes_;
@@ -178,6 +185,26 @@ Status CommunicatorImpl::run(const CallArgs& a) {
   call.root = a.root;
   call.count = a.count;
   return execute(*plan, bufs, call);
+}
+
+Status CommunicatorImpl::runEagerCall(const CallArgs& a) {
+  CFX_INFO(kColl, "%s count=%llu %s %s root=%d: eager (input fits an eager slot of %llu bytes)",
+           std::string(collectiveName(a.coll)).c_str(), static_cast<unsigned long long>(a.count),
+           std::string(dataTypeName(a.dtype)).c_str(), std::string(redOpName(a.op)).c_str(), a.root,
+           static_cast<unsigned long long>(eagerBytes_));
+  EagerCall c;
+  c.coll = a.coll;
+  c.dtype = a.dtype;
+  c.op = a.op;
+  c.root = a.root;
+  c.count = a.count;
+  c.send = a.send;
+  c.recv = a.recv;
+  c.eagerSeq = ++eagerSeq_;
+  c.callSeq = ++seq_;
+  Status s = runEager(c, env_, work_);
+  if (!s) return failed(s);
+  return s;
 }
 
 Status CommunicatorImpl::runP2p(const std::vector<P2pOp>& ops) {

@@ -80,6 +80,7 @@ class CommunicatorImpl {
   /// the parameters, so it is cached with the plan and the fast path builds no strings).
   const CachedPlan& planFor(const PlanParams& p, uint64_t bytes);
   Status execute(const Plan& plan, const ExecBuffers& bufs, ExecCall call);
+  Status runEagerCall(const CallArgs& a);
   Status failed(const Status& s);
 
   int rank_ = 0;
@@ -99,6 +100,8 @@ class CommunicatorImpl {
   std::atomic<bool> hasError_{false};  // error_ is set: lets healthy calls skip errorMutex_
 
   uint64_t seq_ = 0;
+  uint64_t eagerSeq_ = 0;            // eager calls so far (algorithms/eager.h)
+  uint64_t eagerBytes_ = 0;          // largest per-rank input sent eagerly (0: never)
   uint64_t stagingEpoch_ = 0;
   uint64_t stagingBytes_ = 0;
   uint64_t chunkBytes_ = 1 << 20;

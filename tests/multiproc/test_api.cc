@@ -210,11 +210,13 @@ TEST(Api, InfoLogNamesTheAlgorithmAndTheReason) {
     if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
     std::vector<float> v(1 << 20, 1.0f);
     EXPECT_EQ(cfxAllReduce(v.data(), v.data(), 2, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxAllReduce(v.data(), v.data(), 8192, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
     EXPECT_EQ(cfxAllReduce(v.data(), v.data(), v.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
     EXPECT_EQ(cfxBroadcast(v.data(), v.data(), 10, cfxFloat32, 0, comm, nullptr), cfxSuccess);
     EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
     std::string log = readFile(dir + "/conflux-log-" + std::to_string(getpid()) + ".txt");
-    EXPECT_NE(log.find("allreduce count=2 float32 sum"), std::string::npos) << log;
+    EXPECT_NE(log.find("allreduce count=2 float32 sum root=0: eager (input fits an eager slot"), std::string::npos) << log;
+    EXPECT_NE(log.find("allreduce count=8192 float32 sum"), std::string::npos) << log;
     EXPECT_NE(log.find("oneshot"), std::string::npos) << log;
     EXPECT_NE(log.find("twoshot"), std::string::npos) << log;
     EXPECT_NE(log.find("2 ranks share memory"), std::string::npos) << log;

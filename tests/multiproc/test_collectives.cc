@@ -36,6 +36,20 @@ TEST_P(Collectives, EveryTypeOpAndLayout) {
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Range(1, 9),
                          [](const auto& p) { return std::to_string(p.param) + "ranks"; });
 
+// Counts on both sides of the eager limit (4064 bytes per rank: 1016 float32s; all n blocks for
+// reduce-scatter and all-to-all), alternating eager calls and plans so slot reuse is exercised too.
+class EagerBoundary : public ::testing::TestWithParam<int> {};
+
+TEST_P(EagerBoundary, MatchesReference) {
+  Sweep sweep = fullSweep({338, 339, 203, 204, 1015, 1016, 1017, 4063, 4064, 4065});
+  sweep.types = {cfxInt8, cfxFloat16, cfxFloat32, cfxFloat64};
+  auto out = runRanks(GetParam(), [&](int r, int nr, const cfxUniqueId& id) { return sweepBody(r, nr, id, sweep); });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, EagerBoundary, ::testing::Values(3, 5),
+                         [](const auto& p) { return std::to_string(p.param) + "ranks"; });
+
 // Every algorithm forced through CONFLUX_ALGO (it falls back, with a log line, where it does not apply),
 // on rank counts that are and are not powers of two.
 struct AlgoCase {

@@ -24,18 +24,22 @@ double msSince(Clock::time_point t) {
 
 bool contains(const char* text, const std::string& what) { return std::string(text).find(what) != std::string::npos; }
 
-TEST(Failures, KilledRankBecomesAnErrorNamingItOnEverySurvivor) {
+// Counts per test: one that runs a plan (barriers, channels) and one small enough for the eager path.
+class FailuresBySize : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(FailuresBySize, KilledRankBecomesAnErrorNamingItOnEverySurvivor) {
   const int n = 3;
+  const size_t count = GetParam();
   auto before = shmFiles();
   RunOptions opts;
   opts.whileRunning = [](const std::vector<int>& pids) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     kill(pids[2], SIGKILL);
   };
-  auto out = runRanks(n, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+  auto out = runRanks(n, [count](int rank, int nranks, const cfxUniqueId& id) -> int {
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
-    std::vector<float> buf(1 << 20, 1.0f);
+    std::vector<float> buf(count, 1.0f);
     auto start = Clock::now();
     auto lastOk = Clock::now();
     cfxResult_t r = cfxSuccess;
@@ -69,13 +73,14 @@ TEST(Failures, KilledRankBecomesAnErrorNamingItOnEverySurvivor) {
   }
 }
 
-TEST(Failures, StuckRankTimesOutOnTheOthers) {
+TEST_P(FailuresBySize, StuckRankTimesOutOnTheOthers) {
   RunOptions opts;
   opts.env = {{"CONFLUX_TIMEOUT_MS", "1000"}};
-  auto out = runRanks(3, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+  const size_t count = GetParam();
+  auto out = runRanks(3, [count](int rank, int nranks, const cfxUniqueId& id) -> int {
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
-    std::vector<float> buf(1024, 1.0f);
+    std::vector<float> buf(count, 1.0f);
     EXPECT_EQ(cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
     if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(4000));  // alive but stuck
     auto start = Clock::now();
@@ -91,6 +96,28 @@ TEST(Failures, StuckRankTimesOutOnTheOthers) {
     EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
     return 0;
   }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+INSTANTIATE_TEST_SUITE_P(Counts, FailuresBySize, ::testing::Values(size_t{1} << 20, size_t{2}),
+                         [](const auto& p) { return p.param == 2 ? std::string("Eager") : std::string("Plan"); });
+
+// A rank that takes the eager path and one that runs a plan for the "same" call (their counts differ)
+// fail fast with the disagreement instead of waiting for the timeout.
+TEST(Failures, EagerAndPlanRanksThatDisagreeFailFast) {
+  auto out = runRanks(2, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    std::vector<float> buf(1 << 16, 1.0f);
+    auto start = Clock::now();
+    cfxResult_t r = cfxAllReduce(buf.data(), buf.data(), rank == 0 ? 2 : buf.size(), cfxFloat32, cfxSum, comm, nullptr);
+    double ms = msSince(start);
+    EXPECT_EQ(r, cfxInvalidUsage) << cfxGetErrorString(r) << ": " << cfxGetLastError(comm);
+    EXPECT_TRUE(contains(cfxGetLastError(comm), "count")) << cfxGetLastError(comm);
+    EXPECT_LT(ms, 5000.0);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  });
   EXPECT_TRUE(allSucceeded(out));
 }
 

@@ -25,4 +25,17 @@ void sleepOnDoorbell(DoorbellWords& bell, uint32_t seen, int timeoutMs) {
   bell.sleepers.fetch_sub(1, std::memory_order_relaxed);
 }
 
+void ringIfSleeping(DoorbellWords& bell) {
+  if (bell.sleepers.load(std::memory_order_relaxed) != 0) ringDoorbell(bell);
+}
+
+void sleepUnless(DoorbellWords& bell, const std::function<bool()>& ready, int timeoutMs) {
+  if (timeoutMs == 0) return;
+  bell.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  const uint32_t seen = bell.seq.load(std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the producer's fence
+  if (!ready()) futexWait(bell.seq, seen, timeoutMs);
+  bell.sleepers.fetch_sub(1, std::memory_order_relaxed);
+}
+
 }  // namespace conflux::shm

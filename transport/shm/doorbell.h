@@ -18,9 +18,17 @@
 // queueing the waiter, so the wake either finds the waiter queued or the waiter sees seq != seen.
 // The only cost of a stale sleepers count is one unnecessary wake syscall.
 // ABA: 2^32 rings between read() and sleep() would hide a change; the sleep then ends at its timeout.
+//
+// Ring-if-sleeping variant, for data a waiter polls directly (eager slots): the producer stores its data
+// (release), issues a seq_cst fence and rings only if `sleepers` is non-zero; the waiter increments
+// `sleepers` (seq_cst), reads seq, issues a seq_cst fence, checks its condition and only then sleeps on
+// the seq it read. The two fences make it a store-buffering pair: either the producer sees the sleeper
+// (and rings, which changes seq or wakes the futex) or the waiter's check sees the data. Producers that
+// have no sleeper to wake pay a fence and one load, not a shared-line write.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "transport/shm/layout.h"
 
@@ -37,5 +45,13 @@ void ringDoorbell(DoorbellWords& bell);
 /// Sleeps until seq != seen, a ring, a signal or timeoutMs (< 0: no limit; 0: returns at once).
 /// Spurious returns are possible: callers loop on their own condition.
 void sleepOnDoorbell(DoorbellWords& bell, uint32_t seen, int timeoutMs);
+
+/// Rings only when the owner may be asleep in sleepUnless(); call after a seq_cst fence that follows the
+/// producer's data store (see the protocol above).
+void ringIfSleeping(DoorbellWords& bell);
+
+/// Sleeps until a ring, a signal or timeoutMs, unless `ready()` is already true after announcing the
+/// sleeper; returns at once when it is. Spurious returns are possible.
+void sleepUnless(DoorbellWords& bell, const std::function<bool()>& ready, int timeoutMs);
 
 }  // namespace conflux::shm

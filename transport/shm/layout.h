@@ -2,6 +2,7 @@
 //
 //   offset 0                 control block (one page): segment info, doorbell, barrier counter,
 //                            error slot, call-descriptor ring
+//   kPageBytes               eager slots: two pages (parity 0 and 1), each one EagerSlot
 //   kControlBytes            incoming channels, one per local peer (localSize - 1 of them), each
 //                            [one page: ChannelHeader][ring of channelCapacity bytes]
 //   stagingOffset            staging: two halves of stagingStride bytes (epoch & 1 picks one)
@@ -30,8 +31,10 @@ inline constexpr uint32_t kLayoutVersion = 1;
 inline constexpr uint64_t kCallSlots = 16;
 /// Longest error message kept in a slot (characters, without the terminating NUL).
 inline constexpr size_t kErrorMessageMax = 200;
-/// Bytes of the control block region (page aligned).
-inline constexpr size_t kControlBytes = kPageBytes;
+/// Bytes of one eager slot (a page): header and payload of a small collective's input.
+inline constexpr size_t kEagerSlotBytes = kPageBytes;
+/// Bytes of the control region (page aligned): the control block, then two eager slots.
+inline constexpr size_t kControlBytes = kPageBytes + 2 * kEagerSlotBytes;
 /// Bytes of the header page in front of each channel ring.
 inline constexpr size_t kChannelHeaderBytes = kPageBytes;
 
@@ -91,6 +94,22 @@ struct alignas(64) CallSlot {
   std::atomic<int32_t> root;
 };
 
+/// A small collective's input, published with one flag (algorithms/eager.h has the protocol). The owner
+/// writes the descriptor fields and the payload, then stores seq (release); readers acquire seq and then
+/// read the rest. The fields and payload are rewritten only after every reader is known to be done, so
+/// they need not be atomic. The payload starts in the flag's cache line: 8 bytes travel in one line.
+struct alignas(kSeparation) EagerSlot {
+  std::atomic<uint64_t> seq;  ///< Eager call number (1-based) whose input this slot holds.
+  uint64_t count;
+  uint8_t coll;
+  uint8_t dtype;
+  uint8_t op;
+  uint8_t reserved;
+  int32_t root;
+  uint64_t callSeq;           ///< The communicator's call number (for messages).
+  std::byte payload[kEagerSlotBytes - 32];
+};
+
 /// Start of every segment.
 struct ControlBlock {
   SegmentInfo info;
@@ -116,6 +135,8 @@ static_assert(offsetof(ControlBlock, barrier) - offsetof(ControlBlock, bell) >= 
 static_assert(offsetof(ControlBlock, error) - offsetof(ControlBlock, barrier) >= kSeparation);
 static_assert(offsetof(ChannelHeader, tail) - offsetof(ChannelHeader, head) >= kSeparation);
 static_assert(sizeof(CallSlot) == 64);
+static_assert(sizeof(EagerSlot) == kEagerSlotBytes);
+static_assert(offsetof(EagerSlot, payload) == 32);
 
 constexpr uint64_t roundUp(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
@@ -147,7 +168,8 @@ constexpr SegmentLayout computeLayout(int localSize, uint64_t channelBytes, uint
   return l;
 }
 
-static_assert(computeLayout(2, 1, 1).totalBytes == 5 * kPageBytes);
+static_assert(computeLayout(2, 1, 1).totalBytes == 7 * kPageBytes);
 static_assert(computeLayout(3, 1 << 20, 0).channelOffset(1, 2) == kControlBytes + kPageBytes + (1 << 20));
+static_assert(kControlBytes == 3 * kPageBytes);
 
 }  // namespace conflux::shm

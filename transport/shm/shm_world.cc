@@ -106,6 +106,7 @@ class ShmWorldImpl final : public ShmWorld {
                            layout_.stagingStride};
     for (int s = 0; s < cfg_.localSize; ++s)
       if (s != me()) new (own.data() + layout_.channelOffset(me(), s)) ChannelHeader{};
+    for (int parity = 0; parity < 2; ++parity) new (own.data() + kPageBytes + parity * kEagerSlotBytes) EagerSlot{};
   }
 
   /// Step 3: map every peer's segment and check that it was laid out like ours.
@@ -195,6 +196,19 @@ class ShmWorldImpl final : public ShmWorld {
   void wakePeer(int localPeer) override { ringDoorbell(control(checkRank(localPeer)).bell); }
 
   std::vector<int> deadPeers() override { return liveness_.allDead(); }
+
+  EagerSlot& eagerSlot(int localRank, int parity) override {
+    std::byte* p = segs_[checkRank(localRank)].data() + kPageBytes + static_cast<size_t>(parity & 1) * kEagerSlotBytes;
+    return *std::launder(reinterpret_cast<EagerSlot*>(p));
+  }
+  void wakeSleepingPeers() override {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (int r = 0; r < cfg_.localSize; ++r)
+      if (r != me()) ringIfSleeping(control(r).bell);
+  }
+  void sleepUnless(const std::function<bool()>& ready, int timeoutMs) override {
+    shm::sleepUnless(control(me()).bell, ready, timeoutMs);
+  }
 
   void postError(const SharedError& err) override {
     for (int r = 0; r < cfg_.localSize; ++r) {

@@ -23,6 +23,8 @@
 
 namespace conflux::shm {
 
+struct EagerSlot;  // layout.h
+
 /// What ShmWorld needs from the bootstrap: an all-gather and a barrier among the local ranks only.
 struct LocalExchange {
   /// out = concatenation of every local rank's `mine` (all equal size), in local-rank order.
@@ -132,6 +134,15 @@ class ShmWorld {
   virtual void postError(const SharedError& err) = 0;
   /// The error in this rank's slot, if any.
   virtual std::optional<SharedError> error() const = 0;
+
+  // --- Eager slots (small collectives; algorithms/eager.cc has the protocol). ---
+  /// Local rank `localRank`'s eager slot for `parity` (0 or 1); own slot included.
+  virtual EagerSlot& eagerSlot(int localRank, int parity) = 0;
+  /// After storing an eager slot's flag: a seq_cst fence, then rings each peer that may sleep in
+  /// sleepUnless() (doorbell.h, ring-if-sleeping).
+  virtual void wakeSleepingPeers() = 0;
+  /// Sleeps on this rank's doorbell until rung or timeoutMs, unless `ready()` holds after announcing it.
+  virtual void sleepUnless(const std::function<bool()>& ready, int timeoutMs) = 0;
 
   // --- Cross-rank argument checks. ---
   virtual void publishCall(const CallDescriptor& d) = 0;

@@ -1,0 +1,15 @@
+// Cross-rank argument checks: what differs between two ranks' views of the same call.
+#pragma once
+
+#include <string>
+
+#include "transport/shm/shm_world.h"
+
+namespace conflux {
+
+/// The first argument on which `peer` disagrees with `mine` for the same call, e.g. "count 8 vs 16" or
+/// "root 0 vs 1", or "" when they agree. Only arguments the collective uses are compared (the op only
+/// for reductions, the root only for rooted collectives, nothing but the kind for point-to-point).
+std::string callMismatch(const shm::CallDescriptor& mine, const shm::CallDescriptor& peer);
+
+}  // namespace conflux

@@ -1,0 +1,283 @@
+// Eager small collectives: every rank publishes its whole input with one flag, then computes its output
+// straight from the peers' slots.
+//
+// Schedule of eager call k on local rank r (n ranks on one node, slot parity p = k & 1):
+//   1. publish: copy the input (eagerInputBytes) and the call descriptor into own slot p, store
+//      slot.seq = k (release), then ring the peers that sleep (ring-if-sleeping, doorbell.h);
+//   2. wait until every peer's slot p shows k (acquire), checking each peer's descriptor against ours;
+//   3. compute the output from the slots (own input read from send). Reductions combine the sources in
+//      rank order 0..n-1, so every rank computes the same bits.
+// No barrier is needed before a slot is reused: rank r rewrites slot p at eager call k + 2, after it
+// finished call k + 1, which needed every peer's call-(k + 1) slot; a peer publishes that only after it
+// returned from call k, i.e. after its last read of r's call-k slot. That is why step 2 waits for every
+// peer even where the output needs only some of them (reduce on non-roots, broadcast).
+// Eager or not depends only on the call's arguments, so all ranks make the same eager calls and agree on k;
+// a rank whose arguments differ is caught by the descriptor check (or, if it took a plan instead, by the
+// call-descriptor check against its executor), not left hanging.
+#include "algorithms/eager.h"
+
+#include <sched.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "algorithms/call_check.h"
+#include "core/log.h"
+#include "kernels/cpu/reduce.h"
+#include "transport/shm/layout.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CFX_EAGER_RELAX() _mm_pause()
+#else
+#define CFX_EAGER_RELAX() \
+  do {                    \
+  } while (0)
+#endif
+
+namespace conflux {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kLivenessInterval = std::chrono::milliseconds(50);
+constexpr int kMaxSleepMs = 50;
+
+class EagerRun {
+ public:
+  EagerRun(const EagerCall& call, const ExecEnv& env, ExecWorkspace& work)
+      : call_(call), env_(env), world_(env.world), me_(env.localIndex[env.rank]), n_(env.nranks),
+        elt_(dataTypeSize(call.dtype)), srcs_(work.srcPtrs) {}
+
+  Status run() {
+    if (n_ > 1) {
+      publish();
+      Status s = waitForPeers();
+      if (!s) return s;
+    }
+    compute();
+    return Status::ok();
+  }
+
+ private:
+  shm::EagerSlot& slot(int local) const { return world_->eagerSlot(local, static_cast<int>(call_.eagerSeq & 1)); }
+  uint64_t blockBytes() const { return call_.count * elt_; }
+
+  shm::CallDescriptor descriptor() const {
+    shm::CallDescriptor d;
+    d.seq = call_.callSeq;
+    d.coll = static_cast<uint32_t>(call_.coll);
+    d.dtype = static_cast<uint32_t>(call_.dtype);
+    d.op = static_cast<uint32_t>(call_.op);
+    d.root = call_.root;
+    d.count = call_.count;
+    return d;
+  }
+
+  uint64_t ownInputBytes() const {
+    switch (call_.coll) {
+      case Collective::Broadcast: return env_.rank == call_.root ? blockBytes() : 0;
+      case Collective::ReduceScatter:
+      case Collective::AllToAll: return blockBytes() * static_cast<uint64_t>(n_);
+      default: return blockBytes();
+    }
+  }
+
+  void publish() {
+    shm::EagerSlot& s = slot(me_);
+    s.count = call_.count;
+    s.coll = static_cast<uint8_t>(call_.coll);
+    s.dtype = static_cast<uint8_t>(call_.dtype);
+    s.op = static_cast<uint8_t>(call_.op);
+    s.root = call_.root;
+    s.callSeq = call_.callSeq;
+    if (uint64_t b = ownInputBytes(); b > 0) std::memcpy(s.payload, call_.send, b);
+    s.seq.store(call_.eagerSeq, std::memory_order_release);
+    world_->wakeSleepingPeers();
+  }
+
+  bool ready(int local) const { return slot(local).seq.load(std::memory_order_acquire) == call_.eagerSeq; }
+
+  // Advances next_ past every peer whose slot is published; checks their descriptors.
+  Status collectReady(bool& progressed) {
+    while (next_ < world_->localSize() && (next_ == me_ || ready(next_))) {
+      if (next_ != me_) {
+        const shm::EagerSlot& s = slot(next_);
+        shm::CallDescriptor d;
+        d.seq = s.callSeq;
+        d.coll = s.coll;
+        d.dtype = s.dtype;
+        d.op = s.op;
+        d.root = s.root;
+        d.count = s.count;
+        if (std::string field = callMismatch(descriptor(), d); !field.empty()) return mismatch(field, next_);
+        progressed = true;
+      }
+      ++next_;
+    }
+    return Status::ok();
+  }
+
+  Status waitForPeers() {
+    int idle = 0, yields = 0;
+    bool published = false;
+    lastProgress_ = Clock::now();
+    for (;;) {
+      bool progressed = false;
+      if (Status s = collectReady(progressed); !s) return s;
+      if (next_ == world_->localSize()) return Status::ok();
+      if (progressed) {
+        idle = yields = 0;
+        lastProgress_ = Clock::now();
+        continue;
+      }
+      if (++idle < env_.spinCount) {
+        CFX_EAGER_RELAX();
+        continue;
+      }
+      if (yields < env_.yieldCount) {  // more ranks than cores: let the peer run first
+        ++yields;
+        sched_yield();
+        idle = env_.spinCount;
+        continue;
+      }
+      // Slow path: a peer is late. Make this call visible to a peer that took a plan by mistake (its
+      // executor checks call descriptors), then check health and sleep until a peer publishes.
+      if (!published && env_.checkArgs) {
+        world_->publishCall(descriptor());
+        published = true;
+      }
+      if (Status s = checkHealth(); !s) return s;
+      const int waitFor = next_;
+      world_->sleepUnless([&] { return ready(waitFor) || world_->error().has_value(); }, kMaxSleepMs);
+      idle = env_.spinCount / 2;
+    }
+  }
+
+  std::string where() const {
+    return std::string(collectiveName(call_.coll)) + " (call #" + std::to_string(call_.callSeq) +
+           ", eager, waiting for rank " + std::to_string(env_.globalOfLocal[next_]) + ")";
+  }
+
+  Status mismatch(const std::string& field, int local) {
+    const int g = env_.globalOfLocal[local];
+    return reportFailure(env_,
+                         Status(Code::InvalidUsage, "ranks disagree on call #" + std::to_string(call_.callSeq) +
+                                                        ": " + field + " (rank " + std::to_string(env_.rank) +
+                                                        " vs rank " + std::to_string(g) + ")"),
+                         -1);
+  }
+
+  Status checkHealth() {
+    if (env_.aborted != nullptr && env_.aborted->load(std::memory_order_acquire)) {
+      return Status(Code::Aborted, "communicator aborted during " + where());
+    }
+    if (auto e = world_->error()) {
+      if (e->reporterRank == env_.rank) return Status(static_cast<Code>(e->code), e->message);
+      return Status(static_cast<Code>(e->code),
+                    "rank " + std::to_string(e->reporterRank) + " reported: " + e->message + " [this rank was in " +
+                        where() + "]");
+    }
+    const auto now = Clock::now();
+    if (now - lastLiveness_ >= kLivenessInterval) {
+      lastLiveness_ = now;
+      for (int dead : world_->deadPeers()) {
+        if (dead == me_ || ready(dead)) continue;  // a peer that published and exited is not an error
+        const int g = env_.globalOfLocal[dead];
+        return reportFailure(env_, Status(Code::RemoteError, "rank " + std::to_string(g) + " exited during " + where()), g);
+      }
+      if (env_.checkArgs) {
+        for (int l = next_; l < world_->localSize(); ++l) {
+          if (l == me_ || ready(l)) continue;
+          auto d = world_->peerCall(l, call_.callSeq);
+          if (!d) continue;
+          std::string field = callMismatch(descriptor(), *d);
+          if (field.empty()) field = "rank " + std::to_string(env_.globalOfLocal[l]) + " did not take the eager path";
+          return mismatch(field, l);
+        }
+      }
+    }
+    const auto idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress_).count();
+    if (idleMs >= env_.timeoutMs) {
+      const int g = env_.globalOfLocal[next_];
+      return reportFailure(env_,
+                           Status(Code::Timeout, "no progress for " + std::to_string(idleMs) +
+                                                     " ms (CONFLUX_TIMEOUT_MS=" + std::to_string(env_.timeoutMs) +
+                                                     ") in " + where()),
+                           g);
+    }
+    return Status::ok();
+  }
+
+  // Input of global rank g: own send buffer, or g's slot.
+  const std::byte* input(int g) const {
+    if (g == env_.rank) return static_cast<const std::byte*>(call_.send);
+    return slot(env_.localIndex[g]).payload;
+  }
+
+  void reduceInto(void* dst, uint64_t offset) {
+    srcs_.resize(static_cast<size_t>(n_));
+    for (int g = 0; g < n_; ++g) srcs_[g] = input(g) + offset;
+    cpu::reduceFunction(call_.dtype, call_.op)(dst, srcs_.data(), n_, call_.count);
+    if (call_.op == RedOp::Avg) cpu::divideInPlace(call_.dtype, dst, call_.count, n_);
+  }
+
+  static void copyUnlessSame(void* dst, const void* src, uint64_t bytes) {
+    if (dst != src) std::memcpy(dst, src, bytes);
+  }
+
+  void compute() {
+    auto* recv = static_cast<std::byte*>(call_.recv);
+    const uint64_t b = blockBytes();
+    const auto r = static_cast<uint64_t>(env_.rank);
+    switch (call_.coll) {
+      case Collective::AllReduce: reduceInto(recv, 0); break;
+      case Collective::Reduce:
+        if (env_.rank == call_.root) reduceInto(recv, 0);
+        break;
+      case Collective::Broadcast: copyUnlessSame(recv, input(call_.root), b); break;
+      case Collective::AllGather:
+        for (int g = 0; g < n_; ++g) copyUnlessSame(recv + g * b, input(g), b);
+        break;
+      case Collective::ReduceScatter: reduceInto(recv, r * b); break;
+      case Collective::AllToAll:
+        for (int g = 0; g < n_; ++g) copyUnlessSame(recv + g * b, input(g) + r * b, b);
+        break;
+      case Collective::SendRecv: break;
+    }
+  }
+
+  const EagerCall& call_;
+  const ExecEnv& env_;
+  shm::ShmWorld* world_;
+  const int me_;
+  const int n_;
+  const uint64_t elt_;
+  std::vector<const void*>& srcs_;
+  int next_ = 0;
+  Clock::time_point lastProgress_{};
+  Clock::time_point lastLiveness_{};
+};
+
+}  // namespace
+
+uint64_t eagerCapacity() { return sizeof(shm::EagerSlot::payload); }
+
+uint64_t eagerInputBytes(Collective coll, uint64_t count, uint32_t eltSize, int nranks) {
+  const uint64_t n = nranks > 0 ? static_cast<uint64_t>(nranks) : 1;
+  if (eltSize == 0 || count > UINT64_MAX / eltSize / n) return UINT64_MAX;
+  const uint64_t b = count * eltSize;
+  switch (coll) {
+    case Collective::ReduceScatter:
+    case Collective::AllToAll: return b * static_cast<uint64_t>(nranks);
+    case Collective::SendRecv: return 0;
+    default: return b;
+  }
+}
+
+Status runEager(const EagerCall& call, const ExecEnv& env, ExecWorkspace& work) {
+  return EagerRun(call, env, work).run();
+}
+
+}  // namespace conflux

@@ -1,0 +1,38 @@
+// Eager small collectives among the ranks of one node: one flag per call, no barrier.
+#pragma once
+
+#include <cstdint>
+
+#include "algorithms/executor.h"
+#include "core/error.h"
+#include "core/types.h"
+
+namespace conflux {
+
+/// Payload bytes of one eager slot (transport/shm/layout.h): the most a rank can publish per call.
+uint64_t eagerCapacity();
+
+/// Bytes every rank publishes for this call (the largest over ranks, so every rank computes the same value
+/// and takes the same path): the vector for all-reduce, reduce and broadcast, the own block for
+/// all-gather, all n blocks for reduce-scatter and all-to-all; 0 for point-to-point (never eager);
+/// UINT64_MAX when the product overflows.
+uint64_t eagerInputBytes(Collective coll, uint64_t count, uint32_t eltSize, int nranks);
+
+/// One eager call.
+struct EagerCall {
+  Collective coll = Collective::AllReduce;
+  DataType dtype = DataType::Float32;
+  RedOp op = RedOp::Sum;
+  int root = 0;
+  uint64_t count = 0;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  uint64_t eagerSeq = 0;  ///< 1-based count of the communicator's eager calls (picks the slot parity).
+  uint64_t callSeq = 0;   ///< 1-based call number on the communicator (messages, argument checks).
+};
+
+/// Runs `call` through the eager slots; every local rank must make the same eager call (all ranks of the
+/// communicator share one node). Returns Ok, or an error also posted to every local rank.
+Status runEager(const EagerCall& call, const ExecEnv& env, ExecWorkspace& work);
+
+}  // namespace conflux
