@@ -20,7 +20,7 @@ namespace {
 
 constexpr std::array<Algo, kNumAlgos> kAllAlgos = {
     Algo::Ring,    Algo::RecHalvingDoubling, Algo::BinomialTree, Algo::DoubleBinaryTree,
-    Algo::OneShot, Algo::TwoShot,            Algo::Pairwise,
+    Algo::OneShot, Algo::TwoShot,            Algo::Pairwise,     Algo::Direct,
 };
 
 bool supportsCollective(Algo a, Collective c) {
@@ -36,6 +36,7 @@ bool supportsCollective(Algo a, Collective c) {
     case Algo::DoubleBinaryTree:
       return c == C::AllReduce || c == C::Broadcast || c == C::Reduce;
     case Algo::OneShot:
+    case Algo::Direct:
       return c != C::SendRecv;
     case Algo::Pairwise:
       return c == C::AllToAll;
@@ -68,6 +69,7 @@ std::string_view algoName(Algo a) {
     case Algo::OneShot: return "oneshot";
     case Algo::TwoShot: return "twoshot";
     case Algo::Pairwise: return "pairwise";
+    case Algo::Direct: return "direct";
   }
   return "unknown";
 }
@@ -82,6 +84,8 @@ std::optional<Algo> parseAlgo(std::string_view name) {
 bool algoSupports(Algo a, Collective c, int nranks) { return nranks >= 1 && supportsCollective(a, c); }
 
 bool algoUsesStaging(Algo a) { return a == Algo::OneShot || a == Algo::TwoShot; }
+
+bool algoUsesPeerBuffers(Algo a) { return a == Algo::Direct; }
 
 std::vector<Algo> algosFor(Collective c) {
   std::vector<Algo> out;
@@ -102,6 +106,7 @@ Plan buildPlan(Algo a, const PlanParams& p) {
     case Algo::OneShot: return sched::buildOneShot(p, "oneshot");
     case Algo::TwoShot: return sched::buildTwoShot(p);
     case Algo::Pairwise: return sched::buildPairwise(p);
+    case Algo::Direct: return sched::buildDirect(p);
   }
   sched::unsupported(std::string(algoName(a)), p.coll);
 }

@@ -23,10 +23,11 @@ enum class Algo : uint8_t {
   OneShot,             ///< Direct over peer-visible staging: every rank reads every peer's chunk.
   TwoShot,             ///< Direct over staging: reduce-scatter into staging, then all-gather from it.
   Pairwise,            ///< All-to-all in n-1 pairwise exchange rounds.
+  Direct,              ///< Load/store on every rank's own buffers (all mapped by every peer): no copies.
 };
-inline constexpr int kNumAlgos = 7;
+inline constexpr int kNumAlgos = 8;
 
-/// Short name: "ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise".
+/// Short name: "ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise", "direct".
 std::string_view algoName(Algo a);
 
 /// Inverse of algoName (exact, lower-case match); nullopt for an unknown name.
@@ -37,6 +38,10 @@ bool algoSupports(Algo a, Collective c, int nranks);
 
 /// Whether the algorithm's plans use peer-visible staging memory (so all ranks must share a node).
 bool algoUsesStaging(Algo a);
+
+/// Whether the algorithm's plans read and write peers' own buffers (all ranks' buffers must be mapped
+/// by every peer: library-allocated memory, see cfxMemAlloc).
+bool algoUsesPeerBuffers(Algo a);
 
 /// Every algorithm that supports `c` (for some nranks), in registry order.
 std::vector<Algo> algosFor(Collective c);

@@ -68,11 +68,17 @@ class RankExecutor {
 
  private:
   // ---- buffers ----
+  bool isPeer(const BufRef& ref) const { return ref.rank >= 0 && ref.rank != env_.rank; }
+
   std::byte* resolve(const BufRef& ref) const {
     uintptr_t base = 0;
     switch (ref.kind) {
-      case BufKind::Send: base = reinterpret_cast<uintptr_t>(bufs_.send); break;
-      case BufKind::Recv: base = reinterpret_cast<uintptr_t>(bufs_.recv); break;
+      case BufKind::Send:
+        base = reinterpret_cast<uintptr_t>(isPeer(ref) ? bufs_.peerSend[ref.rank] : bufs_.send);
+        break;
+      case BufKind::Recv:
+        base = reinterpret_cast<uintptr_t>(isPeer(ref) ? bufs_.peerRecv[ref.rank] : bufs_.recv);
+        break;
       case BufKind::Scratch: base = reinterpret_cast<uintptr_t>(bufs_.scratch); break;
       case BufKind::Staging: {
         int owner = ref.rank < 0 ? env_.rank : ref.rank;

@@ -28,6 +28,9 @@ struct ExecBuffers {
   std::byte* recv = nullptr;
   std::byte* scratch = nullptr;
   MemSpace space = MemSpace::Host;
+  /// Direct plans: every rank's send and recv buffer as mapped in this process, by global rank.
+  const std::byte* const* peerSend = nullptr;
+  std::byte* const* peerRecv = nullptr;
 };
 
 /// Everything about the call that the plan does not say.

@@ -23,6 +23,13 @@
 //      communicator. That is why every staging plan contains at least one Barrier: it keeps a rank from
 //      rewriting an area (two staging calls later) while a peer may still be reading it.
 //
+//   6. A peer's Send and Recv buffers (BufRef::peerSend/peerRecv) can be named only by plans of
+//      algorithms whose ranks all have peer-mappable buffers (algoUsesPeerBuffers). Such a plan starts
+//      with a Barrier (every rank has entered the call: inputs are ready, outputs may be written) and
+//      ends with one (nobody returns, and so reuses its buffers, while a peer still touches them); in
+//      between, two ranks must not touch the same bytes of a buffer in one barrier epoch when one of
+//      them writes.
+//
 // Buffers are symbolic: Send and Recv are the caller's buffers (in place, they alias as the collective
 // defines, and a plan must be correct either way; the executor skips a Copy whose source and destination
 // are the same address), Scratch is private to the rank, Staging(rank q) is q's peer-visible staging.
@@ -42,13 +49,15 @@ enum class BufKind : uint8_t { Send, Recv, Scratch, Staging };
 /// A byte offset into one of a rank's buffers (or, for Staging, into rank `rank`'s staging).
 struct BufRef {
   BufKind kind = BufKind::Send;
-  int32_t rank = -1;    ///< Staging owner (global rank); -1 means this rank. Ignored for other kinds.
+  int32_t rank = -1;    ///< Owner (global rank) of Staging, or of a peer's Send/Recv; -1 means this rank.
   uint64_t offset = 0;  ///< In bytes.
 
   static BufRef send(uint64_t off) { return {BufKind::Send, -1, off}; }
   static BufRef recv(uint64_t off) { return {BufKind::Recv, -1, off}; }
   static BufRef scratch(uint64_t off) { return {BufKind::Scratch, -1, off}; }
   static BufRef staging(int owner, uint64_t off) { return {BufKind::Staging, owner, off}; }
+  static BufRef peerSend(int owner, uint64_t off) { return {BufKind::Send, owner, off}; }
+  static BufRef peerRecv(int owner, uint64_t off) { return {BufKind::Recv, owner, off}; }
 };
 
 enum class OpKind : uint8_t {

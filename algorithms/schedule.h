@@ -74,5 +74,6 @@ Plan buildDoubleBinaryTree(const PlanParams& p);
 Plan buildOneShot(const PlanParams& p, const std::string& name);
 Plan buildTwoShot(const PlanParams& p);
 Plan buildPairwise(const PlanParams& p);
+Plan buildDirect(const PlanParams& p);
 
 }  // namespace conflux::sched

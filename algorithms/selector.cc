@@ -60,13 +60,21 @@ Selector::Selector(const std::string& forced) {
   }
 }
 
+std::optional<Algo> Selector::forced(Collective coll) const {
+  if (auto it = forcedPer_.find(coll); it != forcedPer_.end()) return it->second;
+  return forcedAll_;
+}
+
+namespace {
+/// Whether the shape allows `a` at all (staging needs one node, peer buffers need mapped buffers).
+bool shapeAllows(Algo a, const CommShape& shape) {
+  return (!algoUsesStaging(a) || shape.allLocal) && (!algoUsesPeerBuffers(a) || (shape.allLocal && shape.peerBuffers));
+}
+}  // namespace
+
 Selection Selector::select(Collective coll, uint64_t bytes, const CommShape& shape) const {
-  std::optional<Algo> forced;
-  if (auto it = forcedPer_.find(coll); it != forcedPer_.end()) forced = it->second;
-  else if (forcedAll_) forced = forcedAll_;
-  if (forced) {
-    bool direct = algoUsesStaging(*forced);
-    if (algoSupports(*forced, coll, shape.nranks) && (!direct || shape.allLocal)) {
+  if (std::optional<Algo> forced = this->forced(coll)) {
+    if (algoSupports(*forced, coll, shape.nranks) && shapeAllows(*forced, shape)) {
       return {*forced, "forced by CONFLUX_ALGO"};
     }
     Selection s = supported(byDefault(coll, bytes, shape), coll, shape);
@@ -78,9 +86,9 @@ Selection Selector::select(Collective coll, uint64_t bytes, const CommShape& sha
 }
 
 Selection Selector::supported(Selection s, Collective coll, const CommShape& shape) const {
-  if (algoSupports(s.algo, coll, shape.nranks)) return s;
+  if (algoSupports(s.algo, coll, shape.nranks) && shapeAllows(s.algo, shape)) return s;
   for (Algo a : algosFor(coll)) {
-    if (algoSupports(a, coll, shape.nranks) && (!algoUsesStaging(a) || shape.allLocal)) {
+    if (algoSupports(a, coll, shape.nranks) && shapeAllows(a, shape)) {
       return {a, s.reason + " (" + std::string(algoName(s.algo)) + " does not apply; using " +
                      std::string(algoName(a)) + ")"};
     }
@@ -92,6 +100,9 @@ Selection Selector::byDefault(Collective coll, uint64_t bytes, const CommShape& 
   const std::string n = std::to_string(shape.nranks) + " ranks";
   if (shape.nranks == 1) return {Algo::Pairwise, "1 rank: local copy"};
   if (coll == Collective::SendRecv) return {Algo::Pairwise, "point-to-point batch"};
+  if (shape.allLocal && shape.peerBuffers) {
+    return {Algo::Direct, n + " share memory and map each other's buffers: direct (no staging copies)"};
+  }
   if (shape.allLocal) {
     const std::string shared = n + " share memory";
     switch (coll) {

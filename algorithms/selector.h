@@ -17,6 +17,7 @@ struct CommShape {
   int nranks = 1;
   int numNodes = 1;
   bool allLocal = true;   ///< Every rank shares memory with every other (direct algorithms possible).
+  bool peerBuffers = false;  ///< This call's buffers are mapped by every peer (Algo::Direct possible).
 };
 
 struct Selection {
@@ -31,7 +32,9 @@ class Selector {
 
   Selection select(Collective coll, uint64_t bytes, const CommShape& shape) const;
   /// True when CONFLUX_ALGO names an algorithm for `coll` (then the eager path stays out of the way).
-  bool forces(Collective coll) const { return forcedAll_.has_value() || forcedPer_.count(coll) != 0; }
+  bool forces(Collective coll) const { return forced(coll).has_value(); }
+  /// The algorithm CONFLUX_ALGO names for `coll`, if any.
+  std::optional<Algo> forced(Collective coll) const;
 
  private:
   Selection byDefault(Collective coll, uint64_t bytes, const CommShape& shape) const;

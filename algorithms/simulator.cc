@@ -43,6 +43,10 @@ void Simulator::buildPlans(const PlanFactory& makePlan) {
       if (p_.coll == Collective::ReduceScatter) recvBase_[r] = r * p_.count * elt_;
     }
   }
+  for (int r = 0; r < n_; ++r) {
+    for (const BufRef& ref : plans_[r].sources) peerPlans_ |= ref.kind != BufKind::Staging && ref.kind != BufKind::Scratch && ref.rank >= 0;
+    for (const Op& op : plans_[r].ops) peerPlans_ |= op.dst.kind != BufKind::Staging && op.dst.kind != BufKind::Scratch && op.dst.rank >= 0;
+  }
   for (int r = 0; r < n_; ++r) validate(r);
   // Staging use must be uniform across ranks: it selects the staging area of the call.
   const bool staged = plans_[0].stagingBytes > 0;
@@ -104,8 +108,14 @@ void Simulator::allocate() {
 
 Phys Simulator::phys(int r, int call, const BufRef& ref) const {
   switch (ref.kind) {
-    case BufKind::Send: return {userRegion_[(call * n_ + r) * 2], sendBase_[r] + ref.offset};
-    case BufKind::Recv: return {userRegion_[(call * n_ + r) * 2 + 1], recvBase_[r] + ref.offset};
+    case BufKind::Send: {
+      const int owner = ref.rank < 0 ? r : ref.rank;
+      return {userRegion_[(call * n_ + owner) * 2], sendBase_[owner] + ref.offset};
+    }
+    case BufKind::Recv: {
+      const int owner = ref.rank < 0 ? r : ref.rank;
+      return {userRegion_[(call * n_ + owner) * 2 + 1], recvBase_[owner] + ref.offset};
+    }
     case BufKind::Scratch: return {scratchRegion_[r], ref.offset};
     case BufKind::Staging: {
       const int owner = ref.rank < 0 ? r : ref.rank;
@@ -116,12 +126,20 @@ Phys Simulator::phys(int r, int call, const BufRef& ref) const {
   return {};
 }
 
-void Simulator::touchStaging(int r, int call, const BufRef& ref, uint64_t bytes, bool write, uint32_t opIdx) {
-  if (ref.kind != BufKind::Staging) return;
+void Simulator::touchShared(int r, int call, const BufRef& ref, uint64_t bytes, bool write, uint32_t opIdx) {
+  if (ref.kind == BufKind::Scratch) return;
+  const bool user = ref.kind != BufKind::Staging;
+  if (user && !peerPlans_) return;
   const int owner = ref.rank < 0 ? r : ref.rank;
+  if (user && owner != r && ranks_[r].epoch <= ranks_[r].callBarrierBase) {
+    throw SimFailure{"early peer access: " + where(r, call, ranks_[r].round, opIdx) + " touches " +
+                     refName(r, ref, bytes) + " before the call's first Barrier (rank " + std::to_string(owner) +
+                     " may not have entered the call)"};
+  }
   const Phys ph = phys(r, call, ref);
   const int32_t epoch = ranks_[r].epoch;
-  auto& marks = marks_[owner];
+  std::vector<StagingMark>& marks = user ? userMarks_[ph.region] : marks_[owner];
+  if (user && marks.empty()) marks.resize(regions_[ph.region].size() / elt_ + 1);
   for (uint64_t u = ph.off / elt_; u < (ph.off + bytes) / elt_; ++u) {
     StagingMark& m = marks[u];
     int32_t other = -1;
@@ -135,8 +153,9 @@ void Simulator::touchStaging(int r, int call, const BufRef& ref, uint64_t bytes,
     }
     if (kind) {
       const std::string who = other == kManyReaders ? "several ranks" : "rank " + std::to_string(other);
-      throw SimFailure{"staging race: " + where(r, call, ranks_[r].round, opIdx) + (write ? " writes " : " reads ") +
-                       "staging of rank " + std::to_string(owner) + " element " + std::to_string(u) +
+      throw SimFailure{std::string(user ? "buffer race: " : "staging race: ") + where(r, call, ranks_[r].round, opIdx) +
+                       (write ? " writes " : " reads ") + std::string(bufKindName(ref.kind)) + " of rank " +
+                       std::to_string(owner) + " element " + std::to_string(u) +
                        " (area byte " + std::to_string(u * elt_) + "), which " + who + " " + kind +
                        " in the same barrier epoch " + std::to_string(epoch) + " (no Barrier in between)"};
     }
@@ -199,6 +218,7 @@ void Simulator::post(int r) {
   RankState& st = ranks_[r];
   const Plan& plan = plans_[r];
   const Round& rd = plan.rounds[st.round];
+  if (st.round == 0) st.callBarrierBase = st.barriersPosted;
   for (uint32_t i = rd.firstOp; i < rd.firstOp + rd.numOps; ++i) {
     if (isCommOp(plan.ops[i].kind)) st.waiting.push_back(i);
   }
@@ -240,16 +260,16 @@ void Simulator::match(int from, int to) {
     }
     const BufRef& src = plans_[from].src(so, 0);
     std::vector<uint8_t> data(so.bytes);
-    touchStaging(from, s.call, src, so.bytes, false, s.op);
+    touchShared(from, s.call, src, so.bytes, false, s.op);
     std::memcpy(data.data(), ptr(phys(from, s.call, src)), so.bytes);
     if (ro.kind == OpKind::RecvReduce) {
       const BufRef& mine = plans_[to].src(ro, 0);
-      touchStaging(to, v.call, mine, ro.bytes, false, v.op);
+      touchShared(to, v.call, mine, ro.bytes, false, v.op);
       std::vector<uint8_t> acc(ptr(phys(to, v.call, mine)), ptr(phys(to, v.call, mine)) + ro.bytes);
       ops_.combine(acc.data(), data.data(), ro.bytes);
       data.swap(acc);
     }
-    touchStaging(to, v.call, ro.dst, ro.bytes, true, v.op);
+    touchShared(to, v.call, ro.dst, ro.bytes, true, v.op);
     std::memcpy(ptr(phys(to, v.call, ro.dst)), data.data(), ro.bytes);
     ++result_.messages;
     result_.bytes += so.bytes;
@@ -289,19 +309,19 @@ void Simulator::runLocal(int r) {
     if (op.kind == OpKind::Copy && phys(r, st.call, plan.src(op, 0)) == dst) continue;  // skipped in place
     std::vector<uint8_t> acc;
     if (op.kind == OpKind::Finalize) {
-      touchStaging(r, st.call, op.dst, op.bytes, false, i);
+      touchShared(r, st.call, op.dst, op.bytes, false, i);
       acc.assign(ptr(dst), ptr(dst) + op.bytes);
       ops_.finalize(acc.data(), op.bytes);
     } else {
       for (uint32_t s = 0; s < op.nsrc; ++s) {
         const BufRef& src = plan.src(op, s);
-        touchStaging(r, st.call, src, op.bytes, false, i);
+        touchShared(r, st.call, src, op.bytes, false, i);
         const uint8_t* in = ptr(phys(r, st.call, src));
         if (s == 0) acc.assign(in, in + op.bytes);
         else ops_.combine(acc.data(), in, op.bytes);
       }
     }
-    touchStaging(r, st.call, op.dst, op.bytes, true, i);
+    touchShared(r, st.call, op.dst, op.bytes, true, i);
     std::memcpy(ptr(dst), acc.data(), op.bytes);
   }
 }
@@ -337,7 +357,9 @@ std::string Simulator::where(int r, int call, uint32_t round, uint32_t opIdx) co
 
 std::string Simulator::refName(int r, const BufRef& ref, uint64_t bytes) const {
   std::string s(bufKindName(ref.kind));
-  if (ref.kind == BufKind::Staging) s += " of rank " + std::to_string(ref.rank < 0 ? r : ref.rank);
+  if (ref.kind == BufKind::Staging || (ref.kind != BufKind::Scratch && ref.rank >= 0)) {
+    s += " of rank " + std::to_string(ref.rank < 0 ? r : ref.rank);
+  }
   return s + " [" + std::to_string(ref.offset) + ", " + std::to_string(ref.offset + bytes) + ")";
 }
 

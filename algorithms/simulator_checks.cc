@@ -52,8 +52,11 @@ void Simulator::checkRef(int r, uint32_t round, uint32_t opIdx, const BufRef& re
     }
     default: fail("has an invalid buffer kind");
   }
-  if (ref.kind != BufKind::Staging && ref.rank >= 0 && ref.rank != r) {
-    fail("refers to rank " + std::to_string(ref.rank) + "'s buffer; only staging is shared between ranks");
+  if (ref.kind == BufKind::Scratch && ref.rank >= 0 && ref.rank != r) {
+    fail("refers to rank " + std::to_string(ref.rank) + "'s scratch, which is private");
+  }
+  if ((ref.kind == BufKind::Send || ref.kind == BufKind::Recv) && ref.rank >= n_) {
+    fail("names an owner outside the communicator");
   }
   if (ref.offset % elt_ != 0) fail("is not aligned to the element size " + std::to_string(elt_));
   if (ref.offset > size || bytes > size - ref.offset) fail("is out of bounds (size " + std::to_string(size) + ")");
@@ -66,6 +69,10 @@ void Simulator::validate(int r) {
   };
   uint32_t next = 0;
   bool hasBarrier = false;
+  bool peerAccessPending = false;  // a peer's buffer was touched and no Barrier round followed yet
+  auto isPeer = [r](const BufRef& ref) {
+    return (ref.kind == BufKind::Send || ref.kind == BufKind::Recv) && ref.rank >= 0 && ref.rank != r;
+  };
   for (uint32_t rd = 0; rd < plan.rounds.size(); ++rd) {
     const Round& round = plan.rounds[rd];
     if (round.firstOp != next || round.numOps > plan.ops.size() - next) {
@@ -76,6 +83,17 @@ void Simulator::validate(int r) {
     bool roundBarrier = false;
     for (uint32_t i = round.firstOp; i < next; ++i) roundBarrier |= plan.ops[i].kind == OpKind::Barrier;
     hasBarrier |= roundBarrier;
+    if (roundBarrier) peerAccessPending = false;
+    for (uint32_t i = round.firstOp; i < next; ++i) {
+      const Op& op = plan.ops[i];
+      if (op.kind == OpKind::Barrier) continue;
+      bool peer = writesDst(op.kind) && isPeer(op.dst);
+      for (uint32_t s = 0; s < op.nsrc && op.firstSrc + s < plan.sources.size(); ++s) {
+        peer |= isPeer(plan.sources[op.firstSrc + s]);
+      }
+      if (peer && isCommOp(op.kind)) fail(rd, i, "a message names a peer's buffer (only local operations may)");
+      peerAccessPending |= peer;
+    }
     for (uint32_t i = round.firstOp; i < next; ++i) {
       const Op& op = plan.ops[i];
       if (op.kind > OpKind::Finalize) fail(rd, i, "unknown op kind");
@@ -105,6 +123,10 @@ void Simulator::validate(int r) {
     }
     checkRoundConflicts(r, rd);
   }
+  if (peerAccessPending) {
+    throw SimFailure{"rank " + std::to_string(r) + "'s plan touches a peer's buffer after its last Barrier "
+                     "(the peer may return and reuse the buffer)"};
+  }
   if (next != plan.ops.size()) {
     throw SimFailure{"malformed plan: rank " + std::to_string(r) + " has ops outside every round"};
   }
@@ -122,8 +144,14 @@ void Simulator::checkRoundConflicts(int r, uint32_t round) {
   const Round& rd = plan.rounds[round];
   auto region = [&](const BufRef& ref) -> Phys {
     switch (ref.kind) {
-      case BufKind::Send: return {cfg_.inPlace ? 1 : 0, sendBase_[r] + ref.offset};
-      case BufKind::Recv: return {1, recvBase_[r] + ref.offset};
+      case BufKind::Send: {
+        const int owner = ref.rank < 0 ? r : ref.rank;
+        return {4 + n_ + 2 * owner + (cfg_.inPlace ? 1 : 0), sendBase_[owner] + ref.offset};
+      }
+      case BufKind::Recv: {
+        const int owner = ref.rank < 0 ? r : ref.rank;
+        return {4 + n_ + 2 * owner + 1, recvBase_[owner] + ref.offset};
+      }
       case BufKind::Scratch: return {2, ref.offset};
       case BufKind::Staging: return {3 + (ref.rank < 0 ? r : ref.rank), ref.offset};
     }

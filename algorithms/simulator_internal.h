@@ -76,6 +76,7 @@ struct RankState {
   std::vector<uint32_t> waiting;  // comm ops of the posted round not yet complete
   int64_t barriersPosted = 0;
   int32_t epoch = 0;              // barriers completed
+  int64_t callBarrierBase = 0;    // barriersPosted when the current call started
 };
 
 struct BarrierState {
@@ -109,7 +110,10 @@ class Simulator {
   // memory
   Phys phys(int r, int call, const BufRef& ref) const;
   uint8_t* ptr(const Phys& p) { return regions_[p.region].data() + p.off; }
-  void touchStaging(int r, int call, const BufRef& ref, uint64_t bytes, bool write, uint32_t opIdx);
+  /// Records an access to memory other ranks may touch (staging; user buffers when plans name peers'
+  /// buffers) and fails on a race: another rank touched the same bytes in the same barrier epoch and one
+  /// of the two accesses writes. Also fails on a peer-buffer access before the call's first Barrier.
+  void touchShared(int r, int call, const BufRef& ref, uint64_t bytes, bool write, uint32_t opIdx);
   // results (simulator_checks.cc)
   void checkData();
 
@@ -134,6 +138,8 @@ class Simulator {
   uint64_t stagingStride_ = 0;                // bytes per simulated staging area
   std::vector<uint64_t> sendBase_, recvBase_;
   std::vector<std::vector<StagingMark>> marks_;  // per staging owner, per element slot
+  bool peerPlans_ = false;                      // some plan names a peer's send or recv buffer
+  std::unordered_map<int, std::vector<StagingMark>> userMarks_;  // per user region (peerPlans_ only)
   std::vector<RankState> ranks_;
   std::unordered_map<uint64_t, Channel> channels_;
   std::unordered_map<int64_t, BarrierState> barriers_;

@@ -1,6 +1,9 @@
 // The C ABI boundary: every exported function converts exceptions and Status into cfxResult_t in one place
 // (guarded) and records the message as the calling thread's last error.
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -15,9 +18,20 @@
 #include "src/group.h"
 #include "src/store_registry.h"
 #include "src/validate.h"
+#include "transport/shm/shared_memory.h"
+
+namespace conflux {
+/// One cfxCommRegister: the handle is the address of this record.
+struct Registration {
+  void* buff = nullptr;
+  size_t size = 0;
+};
+}  // namespace conflux
 
 struct cfxComm {
   std::unique_ptr<conflux::CommunicatorImpl> impl;
+  std::mutex registrationsMutex;
+  std::map<void*, std::unique_ptr<conflux::Registration>> registrations;  // by handle
 };
 
 namespace conflux {
@@ -151,6 +165,53 @@ cfxResult_t cfxCommDestroy(cfxComm_t comm) {
     if (comm == nullptr) return Status(Code::InvalidArgument, "comm is NULL");
     group::forget(comm->impl.get());
     delete comm;
+    return Status::ok();
+  });
+}
+
+cfxResult_t cfxMemAlloc(void** ptr, size_t size) {
+  return guarded("cfxMemAlloc", [&]() -> Status {
+    if (ptr == nullptr) return Status(Code::InvalidArgument, "ptr is NULL");
+    *ptr = nullptr;
+    if (size == 0) return Status(Code::InvalidArgument, "size must be > 0");
+    *ptr = shm::sharedAlloc(size);
+    return Status::ok();
+  });
+}
+
+cfxResult_t cfxMemFree(void* ptr) {
+  return guarded("cfxMemFree", [&]() -> Status {
+    if (ptr == nullptr) return Status::ok();
+    if (!shm::sharedFree(ptr)) return Status(Code::InvalidArgument, "ptr was not returned by cfxMemAlloc");
+    return Status::ok();
+  });
+}
+
+cfxResult_t cfxCommRegister(const cfxComm_t comm, void* buff, size_t size, void** handle) {
+  return guarded("cfxCommRegister", [&]() -> Status {
+    if (Status s = checkComm(comm); !s) return s;
+    if (handle == nullptr) return Status(Code::InvalidArgument, "handle is NULL");
+    *handle = nullptr;
+    if (buff == nullptr) return Status(Code::InvalidArgument, "buff is NULL");
+    if (size == 0) return Status(Code::InvalidArgument, "size must be > 0");
+    auto reg = std::make_unique<Registration>(Registration{buff, size});
+    if (!shm::findShared(buff, size)) {
+      CFX_INFO(kColl, "cfxCommRegister: %zu bytes at %p are not from cfxMemAlloc: they will be staged", size, buff);
+    }
+    std::lock_guard<std::mutex> lock(comm->registrationsMutex);
+    *handle = reg.get();
+    comm->registrations.emplace(reg.get(), std::move(reg));
+    return Status::ok();
+  });
+}
+
+cfxResult_t cfxCommDeregister(const cfxComm_t comm, void* handle) {
+  return guarded("cfxCommDeregister", [&]() -> Status {
+    if (Status s = checkComm(comm); !s) return s;
+    std::lock_guard<std::mutex> lock(comm->registrationsMutex);
+    if (comm->registrations.erase(handle) == 0) {
+      return Status(Code::InvalidArgument, "handle is not a registration of this communicator");
+    }
     return Status::ok();
   });
 }

@@ -110,6 +110,12 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   }
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
   env_.aborted = &aborted_;
+  if (config::getBool(config::Var::DIRECT) && numNodes_ == 1 && nranks_ > 1) {
+    direct_ = std::make_unique<DirectCalls>(*world_, env_);
+    PlanBuilder b("entry barrier");
+    b.barrier();
+    entryBarrier_ = b.finish();
+  }
   const int64_t eagerWanted = config::getInt(config::Var::EAGER_BYTES);
   eagerBytes_ = std::min<uint64_t>(eagerWanted > 0 ? static_cast<uint64_t>(eagerWanted) : 0, eagerCapacity());
   planCacheSize_ = static_cast<size_t>(std::max<int64_t>(0, config::getInt(config::Var::PLAN_CACHE)));
@@ -123,16 +129,19 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
            localRank_, localSize_, numNodes_, static_cast<size_t>(stagingBytes_));
 }
 
-const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& p, uint64_t bytes) {
+const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& p, uint64_t bytes, bool peerBuffers) {
   for (auto it = planCache_.begin(); it != planCache_.end(); ++it) {
-    if (samePlanParams(it->params, p)) {
+    if (it->peerBuffers == peerBuffers && samePlanParams(it->params, p)) {
       planCache_.splice(planCache_.begin(), planCache_, it);
       return planCache_.front();
     }
   }
   CachedPlan entry;
   entry.params = p;
-  entry.selection = selector_.select(p.coll, bytes, shape_);
+  entry.peerBuffers = peerBuffers;
+  CommShape shape = shape_;
+  shape.peerBuffers = peerBuffers;
+  entry.selection = selector_.select(p.coll, bytes, shape);
   entry.plan = std::make_shared<const Plan>(buildPlan(entry.selection.algo, p));  // may throw
   if (planCacheSize_ == 0) {
     uncached_ = std::move(entry);
@@ -162,10 +171,14 @@ Status CommunicatorImpl::run(const CallArgs& a) {
   p.stagingBytes = stagingBytes_;
   p.chunkBytes = chunkBytes_;
   const BufferSizes sizes = bufferSizes(p);
+  ExecBuffers bufs;
+  bool peerBuffers = false;
+  if (Status s = agreeOnDirect(a, sizes, bufs, peerBuffers); !s) return s;
   const CachedPlan* cached = nullptr;
   try {
-    cached = &planFor(p, std::max(sizes.send, sizes.recv));
+    cached = &planFor(p, std::max(sizes.send, sizes.recv), peerBuffers);
   } catch (const Error& e) {
+    if (peerBuffers) return failed(reportFailure(env_, e.status(), -1));  // peers are in the call already
     return e.status();  // nothing was communicated: the communicator stays usable
   }
   const Plan* plan = cached->plan.get();
@@ -174,7 +187,6 @@ Status CommunicatorImpl::run(const CallArgs& a) {
            std::string(redOpName(a.op)).c_str(), a.root, plan->algorithm.c_str(), cached->selection.reason.c_str());
 
   if (scratch_.size() < plan->scratchBytes) scratch_.resize(plan->scratchBytes);
-  ExecBuffers bufs;
   bufs.send = static_cast<const std::byte*>(a.send);
   bufs.recv = static_cast<std::byte*>(a.recv);
   bufs.scratch = scratch_.data();
@@ -185,6 +197,30 @@ Status CommunicatorImpl::run(const CallArgs& a) {
   call.root = a.root;
   call.count = a.count;
   return execute(*plan, bufs, call);
+}
+
+Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& sizes, ExecBuffers& bufs, bool& direct) {
+  direct = false;
+  if (!direct_) return Status::ok();
+  if (auto forced = selector_.forced(a.coll); forced && *forced != Algo::Direct) return Status::ok();
+  if (!direct_->publish(a.coll, a.root, a.send, sizes.send, a.recv, sizes.recv)) {
+    world_->barrierArrive();  // counted like everyone's; the answer (no) needs no waiting
+    return Status::ok();
+  }
+  ExecCall call;
+  call.coll = a.coll;
+  call.dtype = a.dtype;
+  call.op = a.op;
+  call.root = a.root;
+  call.count = a.count;
+  call.seq = seq_ + 1;  // the call this barrier opens
+  if (Status s = conflux::execute(entryBarrier_, ExecBuffers{}, call, env_, work_); !s) return failed(s);
+  try {
+    direct = direct_->resolve(a.coll, a.root, bufs);
+  } catch (const Error& e) {
+    return failed(reportFailure(env_, e.status(), -1));
+  }
+  return Status::ok();
 }
 
 Status CommunicatorImpl::runEagerCall(const CallArgs& a) {

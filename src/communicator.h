@@ -16,6 +16,7 @@
 #include "algorithms/selector.h"
 #include "core/error.h"
 #include "core/types.h"
+#include "src/direct_call.h"
 #include "transport/shm/shm_world.h"
 
 namespace conflux {
@@ -73,12 +74,15 @@ class CommunicatorImpl {
             std::shared_ptr<bootstrap::StoreServer> server);
   struct CachedPlan {
     PlanParams params;
+    bool peerBuffers = false;
     Selection selection;
     std::shared_ptr<const Plan> plan;
   };
   /// The selector's choice and its plan for `p`, from the cache or made now (the choice depends only on
   /// the parameters, so it is cached with the plan and the fast path builds no strings).
-  const CachedPlan& planFor(const PlanParams& p, uint64_t bytes);
+  const CachedPlan& planFor(const PlanParams& p, uint64_t bytes, bool peerBuffers);
+  /// Steps 1-3 of src/direct_call.h: whether this call runs direct (then `bufs` has the peer tables).
+  Status agreeOnDirect(const CallArgs& a, const BufferSizes& sizes, ExecBuffers& bufs, bool& direct);
   Status execute(const Plan& plan, const ExecBuffers& bufs, ExecCall call);
   Status runEagerCall(const CallArgs& a);
   Status failed(const Status& s);
@@ -89,6 +93,8 @@ class CommunicatorImpl {
   int localSize_ = 1;
   int numNodes_ = 1;
   std::unique_ptr<shm::ShmWorld> world_;
+  std::unique_ptr<DirectCalls> direct_;  // null when direct algorithms are off (CONFLUX_DIRECT=0)
+  Plan entryBarrier_;                    // the one-Barrier plan of direct_call.h step 2
   ExecEnv env_;
   Selector selector_;
   CommShape shape_;

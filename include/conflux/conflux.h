@@ -162,6 +162,24 @@ CFX_API cfxResult_t cfxSend(const void* sendbuff, size_t count, cfxDataType_t da
 CFX_API cfxResult_t cfxRecv(void* recvbuff, size_t count, cfxDataType_t datatype, int peer, cfxComm_t comm,
                             cfxStream_t stream);
 
+/// Allocates @p size bytes of host memory that the other ranks on this node can map (like ncclMemAlloc).
+/// Collectives whose buffers on every rank come from cfxMemAlloc move every byte once, with no staging
+/// copy (the "direct" algorithms); any other buffer works too, through staging. The memory is
+/// zero-filled; free it with cfxMemFree. Fails with cfxInvalidArgument for a NULL @p ptr or a size of 0.
+CFX_API cfxResult_t cfxMemAlloc(void** ptr, size_t size);
+
+/// Frees memory from cfxMemAlloc (a NULL @p ptr is accepted and ignored). A peer that mapped the block
+/// keeps its pages until that peer's communicator drops the mapping.
+CFX_API cfxResult_t cfxMemFree(void* ptr);
+
+/// Registers @p buff (@p size bytes) with @p comm and returns a handle for cfxCommDeregister, as
+/// ncclCommRegister does. Buffers from cfxMemAlloc are used directly whether registered or not; other
+/// memory is accepted (so NCCL-style code runs unchanged) and still moves through staging.
+CFX_API cfxResult_t cfxCommRegister(const cfxComm_t comm, void* buff, size_t size, void** handle);
+
+/// Releases a registration made by cfxCommRegister on the same communicator.
+CFX_API cfxResult_t cfxCommDeregister(const cfxComm_t comm, void* handle);
+
 /// Starts a group: following calls on this thread are queued and run together at cfxGroupEnd, so that
 /// batched send/recv pairs cannot deadlock. Groups nest; the outermost cfxGroupEnd runs them.
 CFX_API cfxResult_t cfxGroupStart(void);

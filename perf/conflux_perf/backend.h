@@ -34,6 +34,10 @@ class Backend {
   /// Brackets the calls of one aggregated iteration (-m); no-ops where the backend has no groups.
   virtual void groupStart() {}
   virtual void groupEnd() {}
+  /// Registers a buffer for the backend's zero-copy path (-R 1); returns a handle for deregister() or
+  /// nullptr where the backend has no registration.
+  virtual void* registerBuffer(void*, size_t) { return nullptr; }
+  virtual void deregisterBuffer(void*) {}
   virtual void barrier() = 0;
   /// values[i] = combine over ranks of values[i], on every rank.
   virtual void allreduce(double* values, int n, Combine how) = 0;

@@ -29,6 +29,15 @@ class ConfluxBackend final : public Backend {
 
   bool supports(Coll, cfxDataType_t, cfxRedOp_t, size_t, std::string*) const override { return true; }
 
+  void* registerBuffer(void* p, size_t bytes) override {
+    void* handle = nullptr;
+    check(cfxCommRegister(comm_, p, bytes, &handle), "cfxCommRegister");
+    return handle;
+  }
+  void deregisterBuffer(void* handle) override {
+    if (handle != nullptr) cfxCommDeregister(comm_, handle);
+  }
+
   void run(Coll coll, const void* send, void* recv, size_t count, cfxDataType_t type, cfxRedOp_t op,
            int root) override {
     const size_t elt = typeSize(type);

@@ -110,7 +110,7 @@ std::string usageText(const char* program) {
          "  -z,--blocking <0|1>        barrier after every call (default 0)\n"
          "  -T,--timeout <seconds>     fail a call whose peer is stuck this long (default 0: library's)\n"
          "  -J,--output_file <file>    also write the results as JSON\n"
-         "  -R,--local_register <0|1>  1 (registered buffers) is not supported yet: error\n"
+         "  -R,--local_register <0|1>  1: buffers from cfxMemAlloc, registered (peers map them: no staging)\n"
          "  -C,--report_cputime <0|1>  label the time column cputime (same clock for host calls)\n"
          "  -t,--nthreads 1  -g,--ngpus 1  -p,--parallel_init <0|1>  -y,--stream_null <0|1>  -G,--cudagraph 0\n"
          "                             accepted for compatibility (only these values)\n"
@@ -230,12 +230,7 @@ ParseStatus parseOptions(int argc, char** argv, Options* opts, std::string* erro
         if (!parseInt(optarg, 0, 3, &opts->average)) return bad("0 (rank 0), 1 (mean), 2 (min) or 3 (max)");
         break;
       case 'R':
-        if (!parseInt(optarg, 0, 1, &v)) return bad("0 or 1");
-        if (v == 1) {
-          *error = "-R 1: registered buffers are not available yet (Conflux has no buffer registration API); "
-                   "run with -R 0 (private buffers)";
-          return ParseStatus::Error;
-        }
+        if (!parseInt(optarg, 0, 1, &opts->localRegister)) return bad("0 or 1");
         break;
       case 'J':
         opts->jsonPath = optarg;

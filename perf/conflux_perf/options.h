@@ -29,6 +29,7 @@ struct Options {
   int blocking = 0;              ///< -z: barrier after every call
   int timeoutSec = 0;            ///< -T: a stuck peer fails the call after this many seconds
   int average = 1;               ///< -a: 0 rank 0, 1 mean, 2 min, 3 max of the ranks' times
+  int localRegister = 0;         ///< -R: 1 allocates buffers with cfxMemAlloc and registers them
   int reportCputime = 0;         ///< -C: label the time column "cputime" (host calls: the same clock)
   std::string jsonPath;          ///< -J
   // conflux-perf flags.

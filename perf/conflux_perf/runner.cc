@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "check.h"
 #include "json.h"
@@ -24,23 +26,42 @@ struct DeviceRecord {  // exchanged between ranks as bytes
   char cores[128];
 };
 
-struct FreeDeleter {
-  void operator()(char* p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<char, FreeDeleter>;
+/// One benchmark buffer: page-aligned heap memory, or cfxMemAlloc memory registered with every backend
+/// (-R 1, as nccl-tests' -R allocates with ncclMemAlloc and registers).
+class Buffer {
+ public:
+  Buffer(size_t bytes, bool shared, const std::vector<std::unique_ptr<Backend>>& backends) : backends_(backends) {
+    bytes = bytes == 0 ? 1 : bytes;
+    if (shared) {
+      if (cfxMemAlloc(&p_, bytes) != cfxSuccess) throw std::runtime_error(std::string("cfxMemAlloc: ") + cfxGetLastError(nullptr));
+      shared_ = true;
+      for (const auto& b : backends_) handles_.push_back(b->registerBuffer(p_, bytes));
+    } else if (posix_memalign(&p_, 4096, bytes) != 0) {
+      throw std::runtime_error("out of memory");
+    }
+    std::memset(p_, 0, bytes);  // fault the pages in before timing
+  }
+  ~Buffer() {
+    for (size_t i = 0; i < handles_.size(); ++i) backends_[i]->deregisterBuffer(handles_[i]);
+    if (shared_) cfxMemFree(p_);
+    else std::free(p_);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  char* get() const { return static_cast<char*>(p_); }
 
-Buffer allocate(size_t bytes) {
-  void* p = nullptr;
-  if (posix_memalign(&p, 4096, bytes == 0 ? 1 : bytes) != 0) throw std::runtime_error("out of memory");
-  std::memset(p, 0, bytes);  // fault the pages in before timing
-  return Buffer(static_cast<char*>(p));
-}
+ private:
+  const std::vector<std::unique_ptr<Backend>>& backends_;
+  void* p_ = nullptr;
+  bool shared_ = false;
+  std::vector<void*> handles_;
+};
 
 class Bench {
  public:
   Bench(const Options& o, RankSetup& s)
       : o_(o), setup_(s), rank_(s.backends[0]->rank()), n_(s.backends[0]->nranks()),
-        send_(allocate(o.maxBytes)), recv_(allocate(o.maxBytes)) {}
+        send_(o.maxBytes, o.localRegister != 0, s.backends), recv_(o.maxBytes, o.localRegister != 0, s.backends) {}
 
   int run() {
     RunInfo info;

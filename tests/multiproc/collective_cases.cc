@@ -1,6 +1,7 @@
 #include "tests/multiproc/collective_cases.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -58,6 +59,8 @@ class CaseRunner {
     cfxCommCount(comm, &n_);
   }
 
+  void useSharedMemory(bool shared) { shared_ = shared; }
+
   // Returns true when the case passed.
   bool run(const Case& c) {
     const size_t elt = typeSize(c.type);
@@ -70,8 +73,8 @@ class CaseRunner {
 
     // Buffers: in place, one buffer holds both as the collective defines.
     uint64_t bufCount = c.inPlace ? std::max(sendCount, recvCount) : sendCount;
-    send_.assign(bufCount * elt + 1, std::byte{0});
-    recv_.assign(c.inPlace ? 0 : recvCount * elt + 1, std::byte{kSentinel});
+    send_.assign(bufCount * elt + 1, std::byte{0}, shared_);
+    recv_.assign(c.inPlace ? 1 : recvCount * elt + 1, std::byte{kSentinel}, shared_);
     std::byte* sendPtr = send_.data();
     std::byte* recvPtr = c.inPlace ? send_.data() : recv_.data();
     if (c.inPlace && c.coll == Coll::AllGather) sendPtr = send_.data() + rank_ * c.count * elt;
@@ -158,10 +161,46 @@ class CaseRunner {
             static_cast<int>(c.op), static_cast<unsigned long long>(c.count), c.root, what.c_str());
   }
 
+  /// A test buffer in heap or cfxMemAlloc memory (grown, never shrunk).
+  class Buffer {
+   public:
+    ~Buffer() {
+      if (shared_) cfxMemFree(shared_);
+    }
+    void assign(size_t bytes, std::byte value, bool shared) {
+      if (!shared) {
+        heap_.assign(bytes, value);
+        data_ = heap_.data();
+      } else {
+        if (bytes > capacity_) {
+          if (shared_) cfxMemFree(shared_);
+          void* p = nullptr;
+          if (cfxMemAlloc(&p, bytes) != cfxSuccess) abort();
+          shared_ = static_cast<std::byte*>(p);
+          capacity_ = bytes;
+        }
+        data_ = shared_;
+        std::memset(data_, static_cast<int>(value), bytes);
+      }
+      size_ = bytes;
+    }
+    std::byte* data() { return data_; }
+    size_t size() const { return size_; }
+
+   private:
+    std::vector<std::byte> heap_;
+    std::byte* shared_ = nullptr;
+    size_t capacity_ = 0;
+    std::byte* data_ = nullptr;
+    size_t size_ = 0;
+  };
+
   cfxComm_t comm_;
   int rank_ = 0;
   int n_ = 1;
-  std::vector<std::byte> send_, recv_, before_, expect_;
+  bool shared_ = false;
+  Buffer send_, recv_;
+  std::vector<std::byte> before_, expect_;
 };
 
 }  // namespace
@@ -177,8 +216,11 @@ Sweep fullSweep(std::vector<uint64_t> counts) {
 
 int runSweep(cfxComm_t comm, const Sweep& sweep) {
   CaseRunner runner(comm);
-  int n = 1;
+  int n = 1, rank = 0;
   cfxCommCount(comm, &n);
+  cfxCommUserRank(comm, &rank);
+  runner.useSharedMemory(sweep.memory == Sweep::Memory::Shared ||
+                         (sweep.memory == Sweep::Memory::SharedOnEvenRanks && rank % 2 == 0));
   int failures = 0;
   for (Coll coll : sweep.colls) {
     const bool red = reduces(coll);

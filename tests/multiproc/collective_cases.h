@@ -17,6 +17,9 @@ struct Sweep {
   std::vector<cfxRedOp_t> ops;
   std::vector<uint64_t> counts;
   bool inPlaceToo = true;
+  /// Where buffers live: private heap memory, cfxMemAlloc memory (direct algorithms), or cfxMemAlloc on
+  /// even ranks only (mixed: every rank must fall back to staging).
+  enum class Memory { Private, Shared, SharedOnEvenRanks } memory = Memory::Private;
 };
 
 /// Sweep covering every collective, datatype and op, in and out of place, over `counts`.

@@ -200,6 +200,47 @@ std::string readFile(const std::string& path) {
 }
 
 // With CONFLUX_DEBUG=INFO every call logs the algorithm that ran and why, including a forced one.
+TEST(Api, MemAllocAndRegistrationCheckTheirArguments) {
+  auto out = runRanks(1, [](int rank, int n, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+    void* p = nullptr;
+    EXPECT_EQ(cfxMemAlloc(nullptr, 64), cfxInvalidArgument);
+    EXPECT_NE(std::string(cfxGetLastError(nullptr)).find("ptr"), std::string::npos);
+    EXPECT_EQ(cfxMemAlloc(&p, 0), cfxInvalidArgument);
+    EXPECT_NE(std::string(cfxGetLastError(nullptr)).find("size"), std::string::npos);
+    EXPECT_EQ(p, nullptr);
+    EXPECT_EQ(cfxMemAlloc(&p, 100), cfxSuccess);
+    if (p == nullptr) return 3;
+    EXPECT_EQ(static_cast<unsigned char*>(p)[99], 0);  // zero-filled
+    int local = 0;
+    EXPECT_EQ(cfxMemFree(&local), cfxInvalidArgument);
+    EXPECT_NE(std::string(cfxGetLastError(nullptr)).find("cfxMemAlloc"), std::string::npos);
+    EXPECT_EQ(cfxMemFree(static_cast<char*>(p) + 8), cfxInvalidArgument);  // not the start of a block
+
+    void* h1 = nullptr;
+    void* h2 = nullptr;
+    EXPECT_EQ(cfxCommRegister(comm, p, 100, nullptr), cfxInvalidArgument);
+    EXPECT_EQ(cfxCommRegister(comm, nullptr, 100, &h1), cfxInvalidArgument);
+    EXPECT_NE(std::string(cfxGetLastError(nullptr)).find("buff"), std::string::npos);
+    EXPECT_EQ(cfxCommRegister(comm, p, 0, &h1), cfxInvalidArgument);
+    EXPECT_EQ(cfxCommRegister(nullptr, p, 100, &h1), cfxInvalidArgument);
+    EXPECT_EQ(cfxCommRegister(comm, p, 100, &h1), cfxSuccess);
+    EXPECT_EQ(cfxCommRegister(comm, &local, sizeof local, &h2), cfxSuccess);  // private memory: accepted
+    EXPECT_NE(h1, nullptr);
+    EXPECT_NE(h1, h2);
+    EXPECT_EQ(cfxCommDeregister(comm, h1), cfxSuccess);
+    EXPECT_EQ(cfxCommDeregister(comm, h1), cfxInvalidArgument);  // twice
+    EXPECT_NE(std::string(cfxGetLastError(nullptr)).find("handle"), std::string::npos);
+    EXPECT_EQ(cfxCommDeregister(comm, h2), cfxSuccess);
+    EXPECT_EQ(cfxMemFree(p), cfxSuccess);
+    EXPECT_EQ(cfxMemFree(nullptr), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
 TEST(Api, InfoLogNamesTheAlgorithmAndTheReason) {
   const std::string dir = ::testing::TempDir();
   RunOptions opts;
@@ -213,6 +254,10 @@ TEST(Api, InfoLogNamesTheAlgorithmAndTheReason) {
     EXPECT_EQ(cfxAllReduce(v.data(), v.data(), 8192, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
     EXPECT_EQ(cfxAllReduce(v.data(), v.data(), v.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
     EXPECT_EQ(cfxBroadcast(v.data(), v.data(), 10, cfxFloat32, 0, comm, nullptr), cfxSuccess);
+    void* shared = nullptr;
+    EXPECT_EQ(cfxMemAlloc(&shared, 1 << 20), cfxSuccess);
+    EXPECT_EQ(cfxAllReduce(shared, shared, (1 << 20) / 4, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxMemFree(shared), cfxSuccess);
     EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
     std::string log = readFile(dir + "/conflux-log-" + std::to_string(getpid()) + ".txt");
     EXPECT_NE(log.find("allreduce count=2 float32 sum root=0: eager (input fits an eager slot"), std::string::npos) << log;
@@ -222,6 +267,7 @@ TEST(Api, InfoLogNamesTheAlgorithmAndTheReason) {
     EXPECT_NE(log.find("2 ranks share memory"), std::string::npos) << log;
     EXPECT_NE(log.find("broadcast count=10 float32"), std::string::npos) << log;
     EXPECT_NE(log.find("forced by CONFLUX_ALGO"), std::string::npos) << log;
+    EXPECT_NE(log.find("map each other's buffers: direct"), std::string::npos) << log;
     std::remove((dir + "/conflux-log-" + std::to_string(getpid()) + ".txt").c_str());
     return 0;
   }, opts);

@@ -50,6 +50,39 @@ TEST_P(EagerBoundary, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Ranks, EagerBoundary, ::testing::Values(3, 5),
                          [](const auto& p) { return std::to_string(p.param) + "ranks"; });
 
+// Buffers from cfxMemAlloc on every rank: the direct algorithms (no staging) for every collective, type
+// and op; and on even ranks only, where every rank must agree to stage instead.
+struct MemoryCase {
+  Sweep::Memory memory;
+  int nranks;
+};
+
+void PrintTo(const MemoryCase& c, std::ostream* os) {
+  *os << (c.memory == Sweep::Memory::Shared ? "shared" : "mixed") << " on " << c.nranks << " ranks";
+}
+
+class LibraryMemory : public ::testing::TestWithParam<MemoryCase> {};
+
+TEST_P(LibraryMemory, MatchesReference) {
+  const MemoryCase c = GetParam();
+  Sweep sweep = fullSweep({0, 1, 7, 1023, 65539, (1u << 18) + 5});
+  sweep.memory = c.memory;
+  if (c.memory != Sweep::Memory::Shared) sweep.types = {cfxInt8, cfxBfloat16, cfxFloat32, cfxFloat64};
+  RunOptions opts;
+  opts.env = {{"CONFLUX_DEBUG", "WARN"}};
+  auto out = runRanks(c.nranks, [&](int r, int nr, const cfxUniqueId& id) { return sweepBody(r, nr, id, sweep); }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Memory, LibraryMemory,
+    ::testing::Values(MemoryCase{Sweep::Memory::Shared, 2}, MemoryCase{Sweep::Memory::Shared, 3},
+                      MemoryCase{Sweep::Memory::Shared, 5}, MemoryCase{Sweep::Memory::SharedOnEvenRanks, 3}),
+    [](const auto& p) {
+      return std::string(p.param.memory == Sweep::Memory::Shared ? "Shared" : "Mixed") + "_" +
+             std::to_string(p.param.nranks) + "ranks";
+    });
+
 // Every algorithm forced through CONFLUX_ALGO (it falls back, with a log line, where it does not apply),
 // on rank counts that are and are not powers of two.
 struct AlgoCase {
@@ -76,7 +109,7 @@ INSTANTIATE_TEST_SUITE_P(
     Algos, ForcedAlgorithm,
     ::testing::Values(AlgoCase{"ring", 3}, AlgoCase{"ring", 4}, AlgoCase{"rhd", 3}, AlgoCase{"rhd", 6},
                       AlgoCase{"tree", 5}, AlgoCase{"dbtree", 4}, AlgoCase{"dbtree", 7}, AlgoCase{"oneshot", 3},
-                      AlgoCase{"twoshot", 5}, AlgoCase{"pairwise", 4}),
+                      AlgoCase{"twoshot", 5}, AlgoCase{"pairwise", 4}, AlgoCase{"direct", 3}),
     [](const auto& p) { return std::string(p.param.algo) + "_" + std::to_string(p.param.nranks) + "ranks"; });
 
 }  // namespace

@@ -28,7 +28,7 @@ BAD = [
     (["allreduce", "-a", "4"], "-a (--average)"),
     (["allreduce", "-r", "-2"], "-r (--root)"),
     (["allreduce", "-z", "2"], "-z (--blocking)"),
-    (["allreduce", "-R", "1"], "registered buffers are not available yet"),
+    (["allreduce", "-R", "2"], "-R (--local_register)"),
     (["allreduce", "-t", "2"], "-t (--nthreads)"),
     (["allreduce", "-g", "8"], "-g (--ngpus)"),
     (["allreduce", "-G", "1"], "-G (--cudagraph)"),

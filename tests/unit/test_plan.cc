@@ -87,7 +87,7 @@ TEST(PlanBufferSizes, PerCollective) {
 }
 
 TEST(AlgoRegistry, NamesRoundTrip) {
-  const char* names[] = {"ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise"};
+  const char* names[] = {"ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise", "direct"};
   for (int i = 0; i < kNumAlgos; ++i) {
     const auto a = static_cast<Algo>(i);
     EXPECT_EQ(algoName(a), names[i]);
@@ -112,7 +112,12 @@ TEST(AlgoRegistry, SupportMatrix) {
     }
   }
   EXPECT_TRUE(algosFor(Collective::SendRecv).empty());
-  EXPECT_EQ(algosFor(Collective::AllReduce).size(), 6u);
+  EXPECT_EQ(algosFor(Collective::AllReduce).size(), 7u);
+  EXPECT_TRUE(algoSupports(Algo::Direct, Collective::AllToAll, 4));
+  EXPECT_FALSE(algoSupports(Algo::Direct, Collective::SendRecv, 4));
+  EXPECT_TRUE(algoUsesPeerBuffers(Algo::Direct));
+  EXPECT_FALSE(algoUsesPeerBuffers(Algo::TwoShot));
+  EXPECT_FALSE(algoUsesStaging(Algo::Direct));
   EXPECT_TRUE(algoUsesStaging(Algo::OneShot));
   EXPECT_TRUE(algoUsesStaging(Algo::TwoShot));
   EXPECT_FALSE(algoUsesStaging(Algo::Ring));

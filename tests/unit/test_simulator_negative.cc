@@ -185,11 +185,53 @@ TEST(SimNegative, OutOfBounds) {
   expectError(r, "recv [8, 24)");
 }
 
-TEST(SimNegative, PeerPrivateBuffer) {
+TEST(SimNegative, PeerScratchIsPrivate) {
   const SimResult r = run(config(Collective::AllReduce, 2, 1), [](PlanBuilder& b, const PlanParams& p) {
-    b.copy(BufRef::recv(0), BufRef{BufKind::Send, 1 - p.rank, 0}, 4);
+    b.copy(BufRef::recv(0), BufRef{BufKind::Scratch, 1 - p.rank, 0}, 4);
   });
-  expectError(r, "only staging is shared");
+  expectError(r, "scratch, which is private");
+}
+
+TEST(SimNegative, PeerBufferBeforeTheFirstBarrier) {
+  const SimResult r = run(config(Collective::Broadcast, 2, 1), [](PlanBuilder& b, const PlanParams& p) {
+    if (p.rank != p.root) b.copy(BufRef::recv(0), BufRef::peerSend(p.root, 0), 4);
+    b.nextRound();
+    b.barrier();
+  });
+  expectError(r, "early peer access");
+}
+
+TEST(SimNegative, PeerBufferAfterTheLastBarrier) {
+  const SimResult r = run(config(Collective::Broadcast, 2, 1), [](PlanBuilder& b, const PlanParams& p) {
+    b.barrier();
+    b.nextRound();
+    if (p.rank != p.root) b.copy(BufRef::recv(0), BufRef::peerSend(p.root, 0), 4);
+  });
+  expectError(r, "after its last Barrier");
+}
+
+TEST(SimNegative, PeerBufferRace) {
+  // Both ranks write all of rank 0's recv between the same two barriers.
+  const SimResult r = run(config(Collective::AllReduce, 2, 3), [](PlanBuilder& b, const PlanParams& p) {
+    b.barrier();
+    b.nextRound();
+    b.reduce(p.rank == 0 ? BufRef::recv(0) : BufRef::peerRecv(0, 0), {BufRef::peerSend(0, 0), BufRef::peerSend(1, 0)}, 12);
+    b.nextRound();
+    b.barrier();
+  });
+  expectError(r, "buffer race");
+}
+
+TEST(SimNegative, MessageNamingAPeerBuffer) {
+  const SimResult r = run(config(Collective::AllReduce, 2, 1), [](PlanBuilder& b, const PlanParams& p) {
+    b.barrier();
+    b.nextRound();
+    b.send(1 - p.rank, BufRef::peerSend(1 - p.rank, 0), 4);
+    b.recv(1 - p.rank, BufRef::recv(0), 4);
+    b.nextRound();
+    b.barrier();
+  });
+  expectError(r, "only local operations may");
 }
 
 TEST(SimNegative, WritesSendBuffer) {

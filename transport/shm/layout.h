@@ -110,6 +110,22 @@ struct alignas(kSeparation) EagerSlot {
   std::byte payload[kEagerSlotBytes - 32];
 };
 
+/// Where a rank's buffers of one call live, for direct algorithms (src/direct_call.cc has the protocol).
+/// The owner writes the fields, then stores seq (release) before arriving at the call's first barrier;
+/// peers read them after that barrier. A buffer with id 0 is not peer-mappable.
+struct SharedBufferRef {
+  uint64_t id;      ///< SharedBlock::id in the owner's process, 0: not mappable.
+  uint64_t bytes;   ///< Block length.
+  uint64_t offset;  ///< The buffer's offset in the block.
+  int32_t fd;       ///< The block's memfd in the owner's process.
+  int32_t reserved;
+};
+struct alignas(kSeparation) DirectSlot {
+  std::atomic<uint64_t> seq;  ///< Direct-eligible call number (1-based) the fields describe.
+  SharedBufferRef send;
+  SharedBufferRef recv;
+};
+
 /// Start of every segment.
 struct ControlBlock {
   SegmentInfo info;
@@ -117,6 +133,7 @@ struct ControlBlock {
   BarrierWord barrier;
   ErrorSlot error;
   CallSlot calls[kCallSlots];
+  DirectSlot direct;
 };
 
 /// Head of one single-producer single-consumer byte ring, in the receiver's segment. head counts bytes

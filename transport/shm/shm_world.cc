@@ -146,6 +146,8 @@ class ShmWorldImpl final : public ShmWorld {
       else CFX_INFO(kShm, "shm: local rank %d is in another pid namespace; its liveness is not watched", r);
     }
     liveness_.watch(pids);
+    pids_ = pids;
+    pids_[me()] = ::getpid();
   }
 
   int localRank() const override { return cfg_.localRank; }
@@ -201,6 +203,9 @@ class ShmWorldImpl final : public ShmWorld {
     std::byte* p = segs_[checkRank(localRank)].data() + kPageBytes + static_cast<size_t>(parity & 1) * kEagerSlotBytes;
     return *std::launder(reinterpret_cast<EagerSlot*>(p));
   }
+  DirectSlot& directSlot(int localRank) override { return control(checkRank(localRank)).direct; }
+  int pidOf(int localRank) const override { return pids_[checkRank(localRank)]; }
+
   void wakeSleepingPeers() override {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     for (int r = 0; r < cfg_.localSize; ++r)
@@ -299,6 +304,7 @@ class ShmWorldImpl final : public ShmWorld {
   std::vector<std::unique_ptr<ShmSendChannel>> send_;
   std::vector<std::unique_ptr<ShmRecvChannel>> recv_;
   PeerLiveness liveness_;
+  std::vector<pid_t> pids_;    ///< By local rank; 0 for a peer in another pid namespace.
   uint64_t barrierGen_ = 0;
 };
 

@@ -23,7 +23,8 @@
 
 namespace conflux::shm {
 
-struct EagerSlot;  // layout.h
+struct EagerSlot;   // layout.h
+struct DirectSlot;  // layout.h
 
 /// What ShmWorld needs from the bootstrap: an all-gather and a barrier among the local ranks only.
 struct LocalExchange {
@@ -143,6 +144,12 @@ class ShmWorld {
   virtual void wakeSleepingPeers() = 0;
   /// Sleeps on this rank's doorbell until rung or timeoutMs, unless `ready()` holds after announcing it.
   virtual void sleepUnless(const std::function<bool()>& ready, int timeoutMs) = 0;
+
+  // --- Direct algorithms over peers' own buffers. ---
+  /// Local rank `localRank`'s buffer descriptor slot (own included).
+  virtual DirectSlot& directSlot(int localRank) = 0;
+  /// Process id of local rank `localRank` as this process sees it; 0 when it is in another pid namespace.
+  virtual int pidOf(int localRank) const = 0;
 
   // --- Cross-rank argument checks. ---
   virtual void publishCall(const CallDescriptor& d) = 0;
