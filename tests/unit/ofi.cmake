@@ -1,0 +1,10 @@
+# libfabric transport tests (tcp;ofi_rxm on 127.0.0.1; threads and forked processes). `ctest -R Ofi`.
+if(TARGET conflux_ofi)
+  conflux_add_test(test_ofi
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ofi_units.cc
+            ${CMAKE_CURRENT_LIST_DIR}/test_ofi_transport.cc
+            ${CMAKE_CURRENT_LIST_DIR}/test_ofi_failures.cc
+    LIBS conflux_ofi
+    LABELS unit
+    TIMEOUT 120)
+endif()

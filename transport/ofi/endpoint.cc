@@ -1,0 +1,277 @@
+#include "transport/ofi/endpoint.h"
+
+#include <rdma/fi_errno.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_tagged.h>
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "core/log.h"
+#include "transport/ofi/memory.h"
+#include "transport/ofi/tags.h"
+
+namespace conflux::ofi {
+
+void detail::Op::releaseMrs() {
+  for (int r = 0; r < kMaxRails; ++r) {
+    if (mr[r] != nullptr) mrCache[r]->release(mr[r]);
+    mr[r] = nullptr;
+  }
+}
+
+std::string describeOp(const detail::Op& op, int selfRank) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "ofi rank %d: %s rank %d (tag 0x%" PRIx64 ", %zu bytes)", selfRank, op.verb(),
+                op.peer, op.userTag, op.bytes);
+  return buf;
+}
+
+Rail::Rail(const fi_info* info, const RailConfig& config) : cfg_(config), info_(fi_dupinfo(info)) {
+  if (!info_) throw Error(Code::SystemError, "ofi: fi_dupinfo failed");
+  fid_fabric* fabric = nullptr;
+  checkFi(fi_fabric(info_->fabric_attr, &fabric, nullptr), "fi_fabric");
+  fabric_.reset(fabric);
+  fid_domain* domain = nullptr;
+  checkFi(fi_domain(fabric, info_.get(), &domain, nullptr), "fi_domain");
+  domain_.reset(domain);
+
+  txCap_ = info_->tx_attr->size ? info_->tx_attr->size : 256;
+  rxCap_ = info_->rx_attr->size ? info_->rx_attr->size : 256;
+  injectSize_ = info_->tx_attr->inject_size;
+  directedRecv_ = (info_->caps & FI_DIRECTED_RECV) != 0;
+  const uint64_t mrMode = info_->domain_attr->mr_mode;
+  needLocalMr_ = (mrMode & FI_MR_LOCAL) != 0;
+
+  fi_cq_attr cqAttr{};
+  cqAttr.format = FI_CQ_FORMAT_TAGGED;
+  cqAttr.size = txCap_ + rxCap_;
+  cqAttr.wait_obj = FI_WAIT_FD;
+  fid_cq* cq = nullptr;
+  int rc = fi_cq_open(domain, &cqAttr, &cq, nullptr);
+  if (rc != 0) {
+    CFX_INFO(kNet, "ofi: %s has no FI_WAIT_FD completion queue (%s); waits will poll and sleep",
+             info_->fabric_attr->prov_name, fi_strerror(-rc));
+    cqAttr.wait_obj = FI_WAIT_NONE;
+    checkFi(fi_cq_open(domain, &cqAttr, &cq, nullptr), "fi_cq_open");
+  }
+  cq_.reset(cq);
+  if (cqAttr.wait_obj == FI_WAIT_FD && fi_control(&cq->fid, FI_GETWAIT, &waitFd_) != 0) waitFd_ = -1;
+
+  fi_av_attr avAttr{};
+  avAttr.type = FI_AV_TABLE;
+  avAttr.count = size_t(cfg_.nranks);
+  fid_av* av = nullptr;
+  checkFi(fi_av_open(domain, &avAttr, &av, nullptr), "fi_av_open");
+  av_.reset(av);
+
+  fid_ep* ep = nullptr;
+  checkFi(fi_endpoint(domain, info_.get(), &ep, nullptr), "fi_endpoint");
+  ep_.reset(ep);
+  checkFi(fi_ep_bind(ep, &av->fid, 0), "fi_ep_bind(av)");
+  checkFi(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+  checkFi(fi_enable(ep), "fi_enable");
+
+  uint64_t access = FI_SEND | FI_RECV;
+  if ((info_->caps & FI_RMA) != 0) access |= FI_WRITE | FI_REMOTE_WRITE;
+  mrCache_ = std::make_unique<MrCache>(domain, ep, mrMode, access, cfg_.mrCacheEntries);
+
+  peers_.resize(size_t(cfg_.nranks));
+  slots_.resize(txCap_ + rxCap_);
+  for (Slot& s : slots_) putSlot(&s);
+}
+
+Rail::~Rail() { abortAll(Status(Code::Aborted, "ofi: transport closed")); }
+
+std::vector<uint8_t> Rail::address() const {
+  std::vector<uint8_t> name(256);
+  size_t len = name.size();
+  int rc = fi_getname(&ep_->fid, name.data(), &len);
+  if (rc == -FI_ETOOSMALL) {
+    name.resize(len);
+    rc = fi_getname(&ep_->fid, name.data(), &len);
+  }
+  checkFi(rc, "fi_getname");
+  name.resize(len);
+  return name;
+}
+
+void Rail::insertPeers(const std::vector<std::vector<uint8_t>>& addresses) {
+  addrs_.assign(addresses.size(), FI_ADDR_NOTAVAIL);
+  for (size_t r = 0; r < addresses.size(); ++r) {
+    fi_addr_t out = FI_ADDR_NOTAVAIL;
+    int n = fi_av_insert(av_.get(), addresses[r].data(), 1, &out, 0, nullptr);
+    if (n != 1) {
+      throw Error(Code::SystemError, "ofi: fi_av_insert of rank " + std::to_string(r) + "'s address on rail " +
+                                         std::to_string(cfg_.index) + " failed (" + std::to_string(n) + ")");
+    }
+    addrs_[r] = out;
+  }
+}
+
+Rail::Slot* Rail::takeSlot() {
+  Slot* s = freeSlots_;
+  if (s != nullptr) freeSlots_ = s->nextFree;
+  return s;
+}
+
+void Rail::putSlot(Slot* slot) {
+  slot->op.reset();
+  slot->nextFree = freeSlots_;
+  freeSlots_ = slot;
+}
+
+void Rail::activate(int p) {
+  if (!peers_[size_t(p)].active) {
+    peers_[size_t(p)].active = true;
+    active_.push_back(p);
+  }
+}
+
+void Rail::enqueue(const std::shared_ptr<detail::Op>& op, uint32_t firstChunk) {
+  Peer& peer = peers_[size_t(op->peer)];
+  peer.queue[op->send ? 1 : 0].push_back({op, firstChunk});
+  activate(op->peer);
+  if (!again_) {
+    bool full[2] = {false, false};
+    pumpPeer(op->peer, full);
+  }
+}
+
+Rail::PostResult Rail::postChunk(const std::shared_ptr<detail::Op>& opRef, uint32_t c) {
+  detail::Op& op = *opRef;
+  const int dir = op.send ? 1 : 0;
+  const size_t len = op.chunkLen(c);
+  uint8_t* p = op.buf + (len ? op.chunkOffset(c) : 0);
+  const fi_addr_t addr = addrs_[size_t(op.peer)];
+  const uint64_t tag = wireTag(op.send ? cfg_.rank : op.peer, op.userTag, c);
+
+  if (op.send && op.nchunks == 1 && len <= injectSize_) {
+    ssize_t rc = fi_tinject(ep_.get(), p, len, addr, tag);
+    if (rc == -FI_EAGAIN) return PostResult::Again;
+    ++op.outstanding;
+    if (rc == 0) {
+      op.chunkDone();
+      return PostResult::Posted;
+    }
+    --op.outstanding;
+    op.fail(Status(Code::SystemError, describeOp(op, cfg_.rank) + ": " + fiErrorMessage("fi_tinject", int(rc))));
+    return PostResult::Failed;
+  }
+
+  if (posted_[dir] >= (dir ? txCap_ : rxCap_)) return PostResult::Full;
+  Slot* slot = takeSlot();
+  if (slot == nullptr) return PostResult::Full;
+  void* desc = nullptr;
+  if (needLocalMr_ && op.bytes > 0) {
+    const int r = cfg_.index;
+    if (op.mr[r] == nullptr) {
+      Status err;
+      op.mr[r] = mrCache_->acquire(op.buf, op.bytes, &err);
+      if (op.mr[r] == nullptr) {
+        putSlot(slot);
+        op.fail(Status(err.code(), describeOp(op, cfg_.rank) + ": " + err.message()));
+        return PostResult::Failed;
+      }
+      op.mrCache[r] = mrCache_.get();
+    }
+    desc = op.mr[r]->desc;
+  }
+  ssize_t rc = op.send ? fi_tsend(ep_.get(), p, len, desc, addr, tag, slot)
+                       : fi_trecv(ep_.get(), p, len, desc, directedRecv_ ? addr : FI_ADDR_UNSPEC, tag, 0, slot);
+  if (rc == 0) {
+    slot->op = opRef;
+    slot->chunk = c;
+    ++op.outstanding;
+    ++posted_[dir];
+    ++peers_[size_t(op.peer)].posted[dir];
+    return PostResult::Posted;
+  }
+  putSlot(slot);
+  if (rc == -FI_EAGAIN) return PostResult::Again;
+  op.fail(Status(Code::SystemError,
+                 describeOp(op, cfg_.rank) + ": " + fiErrorMessage(op.send ? "fi_tsend" : "fi_trecv", int(rc))));
+  return PostResult::Failed;
+}
+
+bool Rail::pumpPeer(int p, bool full[2]) {
+  Peer& peer = peers_[size_t(p)];
+  for (int dir : {1, 0}) {
+    auto& q = peer.queue[dir];
+    while (!q.empty() && !full[dir]) {
+      Pending& pe = q.front();
+      detail::Op& op = *pe.op;
+      if (op.failed || op.done || pe.next >= op.nchunks) {
+        q.pop_front();
+        continue;
+      }
+      if (peer.posted[dir] >= uint32_t(cfg_.inflight)) break;
+      switch (postChunk(pe.op, pe.next)) {
+        case PostResult::Posted: pe.next += uint32_t(cfg_.rails); break;
+        case PostResult::Failed: q.pop_front(); break;
+        case PostResult::Full: full[dir] = true; break;
+        case PostResult::Again: again_ = true; return false;
+      }
+    }
+  }
+  return true;
+}
+
+void Rail::pumpAll() {
+  bool full[2] = {false, false};
+  for (size_t n = active_.size(); n > 0 && !again_ && !(full[0] && full[1]); --n) {
+    const int p = active_.front();
+    active_.pop_front();
+    pumpPeer(p, full);
+    Peer& peer = peers_[size_t(p)];
+    if (peer.queue[0].empty() && peer.queue[1].empty()) {
+      peer.active = false;
+    } else {
+      active_.push_back(p);
+    }
+  }
+}
+
+int Rail::progress() {
+  const int n = readCompletions();
+  again_ = false;
+  if (!active_.empty()) pumpAll();
+  return n;
+}
+
+void Rail::completeSlot(Slot* slot) {
+  std::shared_ptr<detail::Op> op = std::move(slot->op);
+  const int dir = op->send ? 1 : 0;
+  --posted_[dir];
+  --peers_[size_t(op->peer)].posted[dir];
+  putSlot(slot);
+  op->chunkDone();
+}
+
+void Rail::failSlot(Slot* slot, Status status) {
+  std::shared_ptr<detail::Op> op = std::move(slot->op);
+  const int dir = op->send ? 1 : 0;
+  --posted_[dir];
+  --peers_[size_t(op->peer)].posted[dir];
+  putSlot(slot);
+  --op->outstanding;
+  op->fail(std::move(status));
+}
+
+void Rail::abortAll(const Status& status) {
+  auto end = [&](const std::shared_ptr<detail::Op>& op) {
+    if (!op || op->done) return;
+    op->outstanding = 0;
+    op->fail(status);
+  };
+  for (Slot& s : slots_) end(s.op);
+  for (Peer& peer : peers_) {
+    for (auto& q : peer.queue) {
+      for (Pending& pe : q) end(pe.op);
+      q.clear();
+    }
+  }
+  active_.clear();
+}
+
+}  // namespace conflux::ofi

@@ -1,0 +1,116 @@
+// Rail: one libfabric endpoint of a rank (fabric, domain, completion queue, address vector, endpoint),
+// its registration cache, and the flow control of the chunks it carries.
+//
+// Flow control: operations wait in per-peer FIFO queues (one for sends, one for receives); progress()
+// posts their chunks round robin over peers while (a) the peer has fewer than `inflight` chunks posted in
+// that direction and (b) the rail has fewer than the provider's tx_attr->size / rx_attr->size posted.
+// -FI_EAGAIN stops posting until the next progress() (which reads completions first). Chunks of one
+// queue are posted in order, so equal tags match in the order the caller posted them.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/ofi/fabric.h"
+#include "transport/ofi/memory.h"
+#include "transport/ofi/op.h"
+
+namespace conflux::ofi {
+
+struct RailConfig {
+  int rank = 0;
+  int nranks = 1;
+  int index = 0;       ///< this rail's number
+  int rails = 1;       ///< rails per rank
+  int inflight = 8;    ///< chunks posted per peer and direction
+  size_t mrCacheEntries = 128;
+};
+
+class Rail {
+ public:
+  /// Opens fabric, domain, CQ (FI_WAIT_FD when offered), AV (FI_AV_TABLE), endpoint; enables it.
+  Rail(const fi_info* info, const RailConfig& config);
+  ~Rail();
+  Rail(const Rail&) = delete;
+  Rail& operator=(const Rail&) = delete;
+
+  /// This endpoint's address (fi_getname).
+  std::vector<uint8_t> address() const;
+  /// Inserts every rank's address, in rank order, so that fi_addr == rank.
+  void insertPeers(const std::vector<std::vector<uint8_t>>& addresses);
+
+  /// Queues the op's chunks first, first + rails, ... on this rail and posts what flow control allows.
+  void enqueue(const std::shared_ptr<detail::Op>& op, uint32_t firstChunk);
+  /// Reads completions, then posts queued chunks. Returns the number of completions read.
+  int progress();
+  /// Ends every queued or posted op with `status` (used before the rail is closed).
+  void abortAll(const Status& status);
+
+  // Blocking support (progress.cc).
+  int waitFd() const { return waitFd_; }
+  fid_fabric* fabric() const { return fabric_.get(); }
+  fid* cqFid() const { return &cq_->fid; }
+
+  MrCache& mrCache() { return *mrCache_; }
+  const fi_info* info() const { return info_.get(); }
+  bool directedRecv() const { return directedRecv_; }
+  bool localMrRequired() const { return needLocalMr_; }
+  size_t injectSize() const { return injectSize_; }
+  size_t txCap() const { return txCap_; }
+  size_t rxCap() const { return rxCap_; }
+
+ private:
+  struct Slot {
+    fi_context2 ctx;  ///< first member: the Slot is every operation's context (FI_CONTEXT2 space)
+    std::shared_ptr<detail::Op> op;
+    uint32_t chunk = 0;
+    Slot* nextFree = nullptr;
+  };
+  struct Pending {
+    std::shared_ptr<detail::Op> op;
+    uint32_t next;   ///< next chunk to post on this rail
+  };
+  struct Peer {
+    std::deque<Pending> queue[2];  ///< [0] receives, [1] sends
+    uint32_t posted[2] = {0, 0};
+    bool active = false;           ///< listed in active_
+  };
+  enum class PostResult { Posted, Full, Again, Failed };
+
+  void pumpAll();
+  /// Posts what it can from peer p's queues; returns false when the rail is out of room.
+  bool pumpPeer(int p, bool full[2]);
+  PostResult postChunk(const std::shared_ptr<detail::Op>& op, uint32_t chunk);
+  void activate(int p);
+  void completeSlot(Slot* slot);
+  void failSlot(Slot* slot, Status status);
+  Slot* takeSlot();
+  void putSlot(Slot* slot);
+  int readCompletions();  // progress.cc
+  void handleCqError();   // progress.cc
+
+  RailConfig cfg_;
+  InfoPtr info_;
+  Fid<fid_fabric> fabric_;
+  Fid<fid_domain> domain_;
+  Fid<fid_cq> cq_;
+  Fid<fid_av> av_;
+  Fid<fid_ep> ep_;
+  std::unique_ptr<MrCache> mrCache_;
+  int waitFd_ = -1;
+  bool directedRecv_ = false;
+  bool needLocalMr_ = false;
+  size_t injectSize_ = 0;
+  size_t txCap_ = 0, rxCap_ = 0;
+  size_t posted_[2] = {0, 0};     ///< receives, sends posted on this rail
+  bool again_ = false;            ///< -FI_EAGAIN seen since the last completion read
+  std::vector<fi_addr_t> addrs_;  ///< by rank
+  std::vector<Peer> peers_;
+  std::deque<int> active_;        ///< peers with queued work
+  std::vector<Slot> slots_;
+  Slot* freeSlots_ = nullptr;
+};
+
+}  // namespace conflux::ofi

@@ -1,0 +1,69 @@
+// State of one isend/irecv shared by its Request and the rails that carry its chunks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+#include "transport/ofi/transport.h"
+
+namespace conflux::ofi {
+
+class MrCache;
+inline constexpr int kMaxRails = 8;
+
+namespace detail {
+
+struct Op {
+  bool send = false;
+  int peer = 0;
+  uint64_t userTag = 0;
+  uint8_t* buf = nullptr;
+  size_t bytes = 0;
+  size_t chunkBytes = 0;
+  uint32_t nchunks = 1;
+  uint32_t railOffset = 0;    ///< chunk c travels on rail (c + railOffset) % rails
+  uint32_t completed = 0;     ///< chunks finished
+  uint32_t outstanding = 0;   ///< chunks posted to a provider and not yet finished
+  bool failed = false;
+  bool done = false;
+  Status status;
+  Clock::time_point start;
+  MemoryRegion* mr[kMaxRails] = {};
+  MrCache* mrCache[kMaxRails] = {};
+
+  size_t chunkOffset(uint32_t c) const { return size_t(c) * chunkBytes; }
+  size_t chunkLen(uint32_t c) const {
+    const size_t off = chunkOffset(c);
+    return off >= bytes ? 0 : (bytes - off < chunkBytes ? bytes - off : chunkBytes);
+  }
+  const char* verb() const { return send ? "send to" : "recv from"; }
+
+  /// Unpins the op's registrations (implemented in memory-aware endpoint.cc).
+  void releaseMrs();
+  void finish() {
+    done = true;
+    releaseMrs();
+  }
+  /// Records the first error; the op finishes once no chunk is posted any more.
+  void fail(Status s) {
+    if (!failed) {
+      failed = true;
+      status = std::move(s);
+    }
+    if (outstanding == 0 && !done) finish();
+  }
+  /// One posted chunk finished successfully.
+  void chunkDone() {
+    --outstanding;
+    ++completed;
+    if (completed == nchunks || (failed && outstanding == 0)) finish();
+  }
+};
+
+}  // namespace detail
+
+/// "ofi rank R: send to rank P (tag 0x.., N bytes)" for error messages.
+std::string describeOp(const detail::Op& op, int selfRank);
+}  // namespace conflux::ofi

@@ -1,0 +1,255 @@
+#include "transport/ofi/transport.h"
+
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstring>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "transport/ofi/endpoint.h"
+#include "transport/ofi/fabric.h"
+#include "transport/ofi/progress.h"
+#include "transport/ofi/rails.h"
+
+namespace conflux::ofi {
+
+bool Request::done() const { return op_ == nullptr || op_->done; }
+Status Request::status() const {
+  if (op_ == nullptr) return Status(Code::InvalidUsage, "ofi: empty request");
+  return op_->done || op_->failed ? op_->status : Status(Code::InProgress, "ofi: request in progress");
+}
+bool Request::failed() const { return op_ != nullptr && op_->failed; }
+size_t Request::bytes() const { return op_ ? op_->bytes : 0; }
+
+namespace {
+
+// Address blob exchanged by allGather: magic, version, rails, then per rail a length and a fixed slot.
+constexpr uint32_t kMagic = 0x4f584643;  // "CFXO"
+constexpr uint16_t kVersion = 1;
+constexpr size_t kNameSlot = 256;
+constexpr size_t kHeader = 8;
+
+std::vector<uint8_t> packAddresses(const std::vector<std::vector<uint8_t>>& names) {
+  std::vector<uint8_t> blob(kHeader + names.size() * (4 + kNameSlot), 0);
+  const uint16_t rails = uint16_t(names.size());
+  std::memcpy(blob.data(), &kMagic, 4);
+  std::memcpy(blob.data() + 4, &kVersion, 2);
+  std::memcpy(blob.data() + 6, &rails, 2);
+  for (size_t r = 0; r < names.size(); ++r) {
+    if (names[r].size() > kNameSlot) throw Error(Code::InternalError, "ofi: endpoint address too long");
+    const uint32_t len = uint32_t(names[r].size());
+    uint8_t* slot = blob.data() + kHeader + r * (4 + kNameSlot);
+    std::memcpy(slot, &len, 4);
+    std::memcpy(slot + 4, names[r].data(), len);
+  }
+  return blob;
+}
+
+int64_t positiveOr(int64_t value, config::Var var) { return value > 0 ? value : config::getInt(var); }
+
+}  // namespace
+
+Transport::Transport() = default;
+
+Transport::~Transport() {
+  // End every op on every rail first: an op may hold registrations from several rails' caches.
+  for (auto& rail : rails_) rail->abortAll(Status(Code::Aborted, "ofi: transport closed"));
+  rails_.clear();
+}
+
+std::unique_ptr<Transport> Transport::create(const Options& options, const AllGather& allGather) {
+  if (options.nranks < 1 || options.nranks > kMaxRanks || options.rank < 0 || options.rank >= options.nranks) {
+    throw Error(Code::InvalidArgument, "ofi: rank " + std::to_string(options.rank) + " of " +
+                                           std::to_string(options.nranks) + " is out of range");
+  }
+  std::unique_ptr<Transport> t(new Transport());
+  t->rank_ = options.rank;
+  t->nranks_ = options.nranks;
+  const int rails = int(positiveOr(options.rails, config::Var::OFI_RAILS));
+  if (rails < 1 || rails > kMaxRails) {
+    throw Error(Code::InvalidArgument, "ofi: rails must be 1.." + std::to_string(kMaxRails));
+  }
+  const int64_t timeoutMs = options.timeout.count() > 0 ? options.timeout.count()
+                                                        : config::getInt(config::Var::TIMEOUT_MS);
+  t->timeout_ = std::chrono::milliseconds(timeoutMs);
+  t->spin_ = std::chrono::microseconds(options.spinUs >= 0 ? options.spinUs
+                                                            : config::getInt(config::Var::OFI_SPIN_US));
+
+  applyProviderDefaults();
+  InfoRequest request;
+  request.provider = chooseProvider(options.provider);
+  request.localAddress = options.localAddress.empty() ? config::getString(config::Var::OFI_ADDR)
+                                                      : options.localAddress;
+  InfoPtr list = getInfo(request);
+  std::vector<fi_info*> domains = distinctDomains(list.get());
+
+  RailConfig rc;
+  rc.rank = options.rank;
+  rc.nranks = options.nranks;
+  rc.rails = rails;
+  rc.inflight = std::max(1, int(positiveOr(options.inflight, config::Var::OFI_INFLIGHT)));
+  rc.mrCacheEntries = size_t(positiveOr(int64_t(options.mrCacheEntries), config::Var::OFI_MR_CACHE_ENTRIES));
+  std::vector<std::vector<uint8_t>> names;
+  for (int r = 0; r < rails; ++r) {
+    rc.index = r;
+    t->rails_.push_back(std::make_unique<Rail>(domains[size_t(r) % domains.size()], rc));
+    names.push_back(t->rails_.back()->address());
+  }
+
+  // Exchange addresses: every rank must have the same number of rails.
+  const std::vector<uint8_t> mine = packAddresses(names);
+  const std::vector<uint8_t> all = allGather(mine);
+  if (all.size() != mine.size() * size_t(options.nranks)) {
+    throw Error(Code::InvalidUsage, "ofi: address exchange returned " + std::to_string(all.size()) +
+                                        " bytes, expected " + std::to_string(mine.size() * size_t(options.nranks)) +
+                                        " (do all ranks use " + std::to_string(rails) + " rails?)");
+  }
+  for (int r = 0; r < rails; ++r) {
+    std::vector<std::vector<uint8_t>> peerNames(size_t(options.nranks));
+    for (int p = 0; p < options.nranks; ++p) {
+      const uint8_t* blob = all.data() + size_t(p) * mine.size();
+      uint32_t magic = 0, len = 0;
+      uint16_t peerRails = 0;
+      std::memcpy(&magic, blob, 4);
+      std::memcpy(&peerRails, blob + 6, 2);
+      if (magic != kMagic || peerRails != rails) {
+        throw Error(Code::InvalidUsage, "ofi: rank " + std::to_string(p) + " sent a bad address record (" +
+                                            std::to_string(peerRails) + " rails, expected " +
+                                            std::to_string(rails) + ")");
+      }
+      const uint8_t* slot = blob + kHeader + size_t(r) * (4 + kNameSlot);
+      std::memcpy(&len, slot, 4);
+      if (len > kNameSlot) throw Error(Code::InvalidUsage, "ofi: rank " + std::to_string(p) + " address too long");
+      peerNames[size_t(p)].assign(slot + 4, slot + 4 + len);
+    }
+    t->rails_[size_t(r)]->insertPeers(peerNames);
+  }
+
+  const Rail& r0 = *t->rails_[0];
+  const fi_info* info = r0.info();
+  Capabilities& c = t->caps_;
+  c.provider = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : "";
+  c.domain = info->domain_attr->name ? info->domain_attr->name : "";
+  c.apiVersion = requestedApiVersion();
+  c.directedRecv = r0.directedRecv();
+  c.rma = (info->caps & FI_RMA) != 0;
+  c.hmem = (info->caps & FI_HMEM) != 0;
+  c.mrMode = info->domain_attr->mr_mode;
+  c.localMrRequired = r0.localMrRequired();
+  c.injectSize = r0.injectSize();
+  c.txSize = r0.txCap();
+  c.rxSize = r0.rxCap();
+  c.maxMsgSize = info->ep_attr->max_msg_size;
+  c.rails = rails;
+  c.chunkBytes = size_t(positiveOr(int64_t(options.chunkBytes), config::Var::OFI_CHUNK_BYTES));
+  c.inflight = rc.inflight;
+  CFX_INFO(kNet,
+           "ofi rank %d: provider %s domain %s api %u.%u rails %d (%zu domains) directed_recv %d rma %d "
+           "mr_mode 0x%" PRIx64 " inject %zu tx %zu rx %zu chunk %zu inflight %d",
+           t->rank_, c.provider.c_str(), c.domain.c_str(), FI_MAJOR(c.apiVersion), FI_MINOR(c.apiVersion), rails,
+           domains.size(), int(c.directedRecv), int(c.rma), c.mrMode, c.injectSize, c.txSize, c.rxSize,
+           c.chunkBytes, c.inflight);
+  return t;
+}
+
+Request Transport::post(bool send, int peer, uint64_t tag, void* buf, size_t bytes) {
+  auto op = std::make_shared<detail::Op>();
+  op->send = send;
+  op->peer = peer;
+  op->userTag = tag;
+  op->buf = static_cast<uint8_t*>(buf);
+  op->bytes = bytes;
+  op->start = Clock::now();
+  if (peer < 0 || peer >= nranks_ || tag > kMaxUserTag || (buf == nullptr && bytes > 0)) {
+    op->fail(Status(Code::InvalidArgument,
+                    describeOp(*op, rank_) + ": invalid peer, tag (max " + std::to_string(kMaxUserTag) +
+                        ") or buffer"));
+    return Request(std::move(op));
+  }
+  op->chunkBytes = chunkSizeFor(bytes, caps_.chunkBytes, caps_.maxMsgSize);
+  op->nchunks = chunkCount(bytes, op->chunkBytes);
+  const int n = rails();
+  op->railOffset = railOffset(tag, n);
+  for (int r = 0; r < n && !op->done; ++r) {
+    const uint32_t first = firstChunkOnRail(r, n, op->railOffset, op->nchunks);
+    if (first < op->nchunks) rails_[size_t(r)]->enqueue(op, first);
+  }
+  return Request(std::move(op));
+}
+
+Request Transport::isend(int peer, uint64_t tag, const void* buf, size_t bytes) {
+  return post(true, peer, tag, const_cast<void*>(buf), bytes);
+}
+
+Request Transport::irecv(int peer, uint64_t tag, void* buf, size_t bytes) { return post(false, peer, tag, buf, bytes); }
+
+void Transport::progress() {
+  for (auto& rail : rails_) rail->progress();
+}
+
+bool Transport::test(Request& request) {
+  if (!request.done()) progress();
+  return request.done();
+}
+
+Status Transport::timeoutStatus(const detail::Op& op) const {
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - op.start).count();
+  return Status(Code::Timeout, describeOp(op, rank_) + " timed out after " + std::to_string(waited) + " ms (" +
+                                   std::to_string(op.completed) + "/" + std::to_string(op.nchunks) +
+                                   " chunks done; is rank " + std::to_string(op.peer) + " alive and posting?)");
+}
+
+Status Transport::wait(std::span<Request> requests, Deadline deadline) {
+  const Deadline spinUntil = Clock::now() + spin_;
+  for (;;) {
+    bool allDone = true;
+    for (Request& r : requests) {
+      if (!r.done()) {
+        allDone = false;
+        break;
+      }
+    }
+    if (allDone) break;
+    progress();
+    allDone = true;
+    for (Request& r : requests) allDone = allDone && r.done();
+    if (allDone) break;
+    // A failed operation ends the wait at once (its other chunks may still be posted).
+    for (Request& r : requests) {
+      if (r.op_ && r.op_->failed) return r.op_->status;
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      for (Request& r : requests) {
+        if (!r.done()) return timeoutStatus(*r.op_);
+      }
+    }
+    if (now >= spinUntil) blockOnRails(rails_, deadline);
+  }
+  for (Request& r : requests) {
+    if (!r.valid()) return Status(Code::InvalidUsage, "ofi: wait on an empty request");
+    if (!r.op_->status.isOk()) return r.op_->status;
+  }
+  return Status::ok();
+}
+
+MemoryRegion* Transport::registerMemory(const void* ptr, size_t bytes, int rail, Status* error) {
+  if (rail < 0 || rail >= rails() || ptr == nullptr || bytes == 0) {
+    if (error) *error = Status(Code::InvalidArgument, "ofi: registerMemory needs a buffer, bytes > 0 and a valid rail");
+    return nullptr;
+  }
+  return rails_[size_t(rail)]->mrCache().acquire(ptr, bytes, error);
+}
+
+void Transport::release(MemoryRegion* region, int rail) {
+  if (rail >= 0 && rail < rails()) rails_[size_t(rail)]->mrCache().release(region);
+}
+
+MrCacheStats Transport::mrCacheStats(int rail) const {
+  if (rail < 0 || rail >= rails()) return {};
+  return rails_[size_t(rail)]->mrCache().stats();
+}
+
+}  // namespace conflux::ofi

@@ -1,0 +1,159 @@
+// conflux::ofi::Transport: point-to-point messages between ranks over libfabric reliable-datagram
+// endpoints (FI_EP_RDM) with tagged send/receive. One rank owns one endpoint per rail (NIC/domain);
+// large messages are cut into chunks, several in flight, striped over the rails. Small messages go out
+// with fi_tinject. Waiting spins briefly, then blocks on the completion queue's wait object, and always
+// ends by a deadline with a Status naming the peer and the operation. See docs/ofi.md.
+//
+// Not thread-safe: one thread drives a Transport (like a communicator's progress thread).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "transport/ofi/tags.h"
+
+namespace conflux::ofi {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+/// All-gather of equal-sized byte blobs: takes this rank's blob, returns every rank's blob
+/// concatenated in rank order (nranks * blob size bytes). The bootstrap provides it.
+using AllGather = std::function<std::vector<uint8_t>(const std::vector<uint8_t>&)>;
+
+/// How to build a Transport. Zero / empty fields take their CONFLUX_OFI_* defaults.
+struct Options {
+  int rank = 0;
+  int nranks = 1;
+  std::string provider;            ///< e.g. "efa", "tcp;ofi_rxm"; empty: CONFLUX_OFI_PROVIDER, efa, FI_PROVIDER, tcp;ofi_rxm
+  std::string localAddress;        ///< address to bind (tcp-like providers), e.g. "127.0.0.1"; empty: CONFLUX_OFI_ADDR
+  int rails = 0;                   ///< endpoints per rank (0: CONFLUX_OFI_RAILS)
+  size_t chunkBytes = 0;           ///< chunk of a large message (0: CONFLUX_OFI_CHUNK_BYTES)
+  int inflight = 0;                ///< chunks in flight per peer, direction and rail (0: CONFLUX_OFI_INFLIGHT)
+  int spinUs = -1;                 ///< polling before blocking (-1: CONFLUX_OFI_SPIN_US)
+  size_t mrCacheEntries = 0;       ///< registrations cached per domain (0: CONFLUX_OFI_MR_CACHE_ENTRIES)
+  std::chrono::milliseconds timeout{0};  ///< default wait deadline (0: CONFLUX_TIMEOUT_MS)
+};
+
+/// What the chosen provider offers (reported, logged at INFO, and used to pick code paths).
+struct Capabilities {
+  std::string provider;            ///< fabric_attr->prov_name, e.g. "tcp;ofi_rxm"
+  std::string domain;              ///< domain name of rail 0, e.g. "lo" or "rdmap0s31-rdm"
+  uint32_t apiVersion = 0;         ///< FI_VERSION requested and accepted
+  bool directedRecv = false;       ///< FI_DIRECTED_RECV: receives filter by source address
+  bool rma = false;                ///< FI_RMA (write/read) offered
+  bool hmem = false;               ///< FI_HMEM: device buffers may be passed (not used yet)
+  uint64_t mrMode = 0;             ///< FI_MR_* bits the provider requires
+  bool localMrRequired = false;    ///< FI_MR_LOCAL (or FI_MR_HMEM for device memory): data path registers buffers
+  size_t injectSize = 0;           ///< fi_tinject limit
+  size_t txSize = 0, rxSize = 0;   ///< provider queue depths (upper bound of posted operations)
+  size_t maxMsgSize = 0;
+  int rails = 1;
+  size_t chunkBytes = 0;           ///< effective chunk size (before growing for huge messages)
+  int inflight = 0;                ///< effective per-peer cap
+};
+
+namespace detail { struct Op; }
+
+/// One posted send or receive. Cheap to copy (shared state); the buffer must stay valid until done.
+class Request {
+ public:
+  Request() = default;
+  bool valid() const { return op_ != nullptr; }
+  /// True once every chunk completed or the operation failed (updated by test/progress/wait).
+  bool done() const;
+  /// True once a chunk failed (the operation may still have chunks posted until done()).
+  bool failed() const;
+  /// Ok, the error that ended the operation (names the peer and the operation), or InProgress.
+  Status status() const;
+  /// Bytes of the message.
+  size_t bytes() const;
+
+ private:
+  friend class Transport;
+  explicit Request(std::shared_ptr<detail::Op> op) : op_(std::move(op)) {}
+  std::shared_ptr<detail::Op> op_;
+};
+
+/// A registration of [addr, addr+bytes) with one rail's domain, owned by that rail's cache.
+struct MemoryRegion {
+  void* addr = nullptr;            ///< start of the registered (page-aligned) range
+  size_t bytes = 0;
+  void* desc = nullptr;            ///< fi_mr_desc, passed with local buffers
+  uint64_t key = 0;                ///< remote key (fi_mr_key), for RMA
+  uint64_t remoteBase = 0;         ///< what a peer adds offsets to: addr with FI_MR_VIRT_ADDR, else 0
+};
+
+/// Counters of one rail's registration cache.
+struct MrCacheStats {
+  uint64_t hits = 0, misses = 0, evictions = 0;
+  size_t entries = 0;
+};
+
+class Rail;
+
+class Transport {
+ public:
+  /// Opens the endpoints (one per rail), exchanges addresses through `allGather`, fills the address
+  /// vectors. Throws Error (InvalidArgument, SystemError naming the libfabric call) on failure.
+  static std::unique_ptr<Transport> create(const Options& options, const AllGather& allGather);
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  int rails() const { return int(rails_.size()); }
+  const Capabilities& capabilities() const { return caps_; }
+
+  /// Starts sending `bytes` from `buf` to `peer` with a user tag (<= kMaxUserTag, see makeUserTag).
+  /// The receive must be posted with the same size. Errors come back through the request.
+  Request isend(int peer, uint64_t tag, const void* buf, size_t bytes);
+  /// Starts receiving exactly `bytes` into `buf` from `peer` with a user tag.
+  Request irecv(int peer, uint64_t tag, void* buf, size_t bytes);
+
+  /// Progresses once (no blocking) and tells whether `request` is done.
+  bool test(Request& request);
+  /// Reads completions and posts queued chunks on every rail, without blocking.
+  void progress();
+
+  /// Waits until every request is done or `deadline` passes: spins CONFLUX_OFI_SPIN_US, then blocks on
+  /// the completion queues' wait objects. Returns Ok, the first request error (as soon as any request
+  /// fails), or Timeout naming the first unfinished peer and operation. After an error or a Timeout the
+  /// unfinished requests stay posted: their buffers stay in use until the Transport is destroyed.
+  Status wait(std::span<Request> requests, Deadline deadline);
+  Status wait(std::span<Request> requests) { return wait(requests, defaultDeadline()); }
+  Status wait(Request& request, Deadline deadline) { return wait(std::span<Request>(&request, 1), deadline); }
+  Status wait(Request& request) { return wait(request, defaultDeadline()); }
+  /// now + Options::timeout.
+  Deadline defaultDeadline() const { return Clock::now() + timeout_; }
+
+  /// Registers [ptr, ptr+bytes) with `rail`'s domain through its cache (a hit reuses the registration)
+  /// and pins the entry until release(). Returns nullptr with `error` set when registration fails.
+  MemoryRegion* registerMemory(const void* ptr, size_t bytes, int rail = 0, Status* error = nullptr);
+  /// Unpins a region from registerMemory; it stays cached until evicted.
+  void release(MemoryRegion* region, int rail = 0);
+  MrCacheStats mrCacheStats(int rail = 0) const;
+
+ private:
+  Transport();
+  Request post(bool send, int peer, uint64_t tag, void* buf, size_t bytes);
+  Status timeoutStatus(const detail::Op& op) const;
+  bool blockUntilActivity(Deadline deadline);
+
+  int rank_ = 0;
+  int nranks_ = 1;
+  Capabilities caps_;
+  std::chrono::milliseconds timeout_{30000};
+  std::chrono::microseconds spin_{50};
+  std::vector<std::unique_ptr<Rail>> rails_;
+};
+
+}  // namespace conflux::ofi
