@@ -11,7 +11,7 @@ mode="${1:-demo}"
 packages=(build-essential cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev
           libfabric-dev libfabric-bin libhwloc-dev hwloc libopenmpi-dev openmpi-bin
-          nlohmann-json3-dev iproute2 python3-matplotlib)
+          nlohmann-json3-dev iproute2 iperf3 python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
