@@ -5,10 +5,11 @@
 // all outputs writable; the last one keeps every rank in the call until no peer touches its buffers.
 // The work, for rank r of n (blocks and slices as in schedule.h's Blocks):
 //   AllReduce      rank r owns slice r of the vector: it reduces slice r of all n send buffers into its
-//                  recv, finalizes it and copies it into slice r of every peer's recv. The slice is
-//                  cut into pieces of kPieceBytes (or chunkBytes if smaller), pipelined over rounds (reduce piece j, finalize
-//                  piece j - 1, copy piece j - 2 out) so that each piece is still in cache when it is
-//                  finalized and copied.
+//                  recv, finalizes it and copies it into slice r of every peer's recv. The slice is cut
+//                  into pieces of kPieceBytes (or chunkBytes if smaller), pipelined over rounds (reduce
+//                  piece j, finalize piece j - 1, copy piece j - 2 out) so that each piece is still in
+//                  cache when it is finalized and copied. (The executor writes peers' buffers with
+//                  non-temporal stores for large out-of-place calls.)
 //   Reduce         the root reduces the n send buffers into its recv piece by piece (and finalizes).
 //   ReduceScatter  rank r reduces block r of all n send buffers into its recv (pieces, then finalize).
 //   Broadcast      every non-root copies the root's send buffer into its recv.

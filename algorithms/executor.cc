@@ -35,6 +35,10 @@ constexpr int kMaxSleepMs = 50;
 
 // Messages at least this large are copied into the caller's receive buffer with non-temporal stores.
 constexpr uint64_t kStreamMessageBytes = uint64_t{8} << 20;
+// Out-of-place messages at least this large are written into peers' buffers (direct plans) with
+// non-temporal stores: those lines are cold here, and streaming skips reading them in. In place, the
+// lines were just read from the same buffer, so ordinary stores are cheaper.
+constexpr uint64_t kStreamToPeerBytes = uint64_t{1} << 20;
 
 using OpState = ExecWorkspace::OpState;
 
@@ -46,7 +50,8 @@ class RankExecutor {
         eltSize_(dataTypeSize(call.dtype)), reduce_(cpu::reduceFunction(call.dtype, call.op)),
         states_(work.states), sendBusy_(work.sendBusy), recvBusy_(work.recvBusy),
         peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs),
-        streamToRecv_(call.count * eltSize_ >= kStreamMessageBytes) {
+        streamToRecv_(call.count * eltSize_ >= kStreamMessageBytes),
+        streamToPeers_(bufs.send != bufs.recv && call.count * eltSize_ >= kStreamToPeerBytes) {
     sendBusy_.assign(env.nranks, 0);
     recvBusy_.assign(env.nranks, 0);
     peerChecked_.assign(env.nranks, 0);
@@ -240,7 +245,9 @@ class RankExecutor {
         // Pieces of a message far larger than the caches go to the caller's buffer with non-temporal
         // stores: the lines would be evicted before anyone reads them, and streaming skips the reads
         // that ordinary stores cause (read-for-ownership).
-        if (op.dst.kind == BufKind::Recv && streamToRecv_) cpu::copyStreaming(dst, src, op.bytes);
+        const bool stream =
+            op.streaming || (op.dst.kind == BufKind::Recv && streamToRecv_) || (isPeer(op.dst) && streamToPeers_);
+        if (stream) cpu::copyStreaming(dst, src, op.bytes);
         else cpu::copy(dst, src, op.bytes);
         break;
       }
@@ -401,6 +408,7 @@ class RankExecutor {
   std::vector<uint8_t>& peerChecked_;
   std::vector<const void*>& srcPtrs_;
   const bool streamToRecv_;
+  const bool streamToPeers_;
   size_t round_ = 0;
   Clock::time_point lastProgress_{};
   Clock::time_point lastLiveness_{};

@@ -19,7 +19,8 @@ const char* isaName(Isa isa);
 /// avx2 needs AVX2 + F16C; avx512 needs AVX-512 F/BW/VL/DQ (+ F16C).
 bool isaSupported(Isa isa);
 
-/// The path the dispatcher uses now: the widest supported one, unless CONFLUX_CPU_ISA
+/// The path the dispatcher uses now: the widest supported one (AVX2 rather than AVX-512 on AMD CPUs,
+/// where AVX-512 measured slower for these memory-bound kernels), unless CONFLUX_CPU_ISA
 /// (scalar, avx2, avx512) or forceIsa() chose another.
 Isa activeIsa();
 
@@ -27,7 +28,7 @@ Isa activeIsa();
 /// changes nothing when the ISA is not supported. Function pointers obtained earlier keep their path.
 bool forceIsa(Isa isa);
 
-/// forceIsa by name: "scalar", "avx2", "avx512", or "auto" (the widest supported). False if unknown
+/// forceIsa by name: "scalar", "avx2", "avx512", or "auto" (what activeIsa() starts with). False if unknown
 /// or unsupported.
 bool forceIsa(std::string_view name);
 

@@ -27,6 +27,16 @@ bool cpuHasF16c() {
 }
 #endif
 
+bool cpuIsAmd() {
+#if defined(CONFLUX_KERNELS_X86)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u;  // "AuthenticAMD"
+#else
+  return false;
+#endif
+}
+
 bool cpuCanRun(Isa isa) {
   switch (isa) {
     case Isa::Scalar:
@@ -71,6 +81,15 @@ struct Registry {
       if (supported[i]) return static_cast<Isa>(i);
     return Isa::Scalar;
   }
+
+  /// What "auto" runs: the widest path, except AVX2 over AVX-512 on AMD CPUs. Zen 4 executes 512-bit
+  /// operations as two 256-bit halves, so these memory-bound kernels gain nothing from AVX-512 there, and
+  /// measured end to end (2-rank all-reduce, 1-64 MiB) its non-temporal copies were about 10% slower.
+  Isa preferred() const {
+    const Isa w = widest();
+    if (w == Isa::Avx512 && supported[static_cast<int>(Isa::Avx2)] && cpuIsAmd()) return Isa::Avx2;
+    return w;
+  }
 };
 
 const Registry& registry() {
@@ -88,16 +107,16 @@ bool parseIsa(std::string_view name, Isa* out) {
   return false;
 }
 
-/// The initial path: CONFLUX_CPU_ISA when set to a supported path, else the widest.
+/// The initial path: CONFLUX_CPU_ISA when set to a supported path, else the preferred one.
 Isa initialIsa() {
   const Registry& r = registry();
   const char* env = std::getenv("CONFLUX_CPU_ISA");
-  if (env == nullptr || *env == '\0' || std::string_view(env) == "auto") return r.widest();
+  if (env == nullptr || *env == '\0' || std::string_view(env) == "auto") return r.preferred();
   Isa isa;
   if (!parseIsa(env, &isa) || !r.supported[static_cast<int>(isa)]) {
     CFX_WARN(kInit, "CONFLUX_CPU_ISA=%s is unknown or not supported by this CPU; using %s", env,
-             isaName(r.widest()));
-    return r.widest();
+             isaName(r.preferred()));
+    return r.preferred();
   }
   return isa;
 }
@@ -138,7 +157,7 @@ bool forceIsa(Isa isa) {
 }
 
 bool forceIsa(std::string_view name) {
-  if (name == "auto") return forceIsa(registry().widest());
+  if (name == "auto") return forceIsa(registry().preferred());
   Isa isa;
   return parseIsa(name, &isa) && forceIsa(isa);
 }
