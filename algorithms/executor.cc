@@ -245,8 +245,7 @@ class RankExecutor {
         // Pieces of a message far larger than the caches go to the caller's buffer with non-temporal
         // stores: the lines would be evicted before anyone reads them, and streaming skips the reads
         // that ordinary stores cause (read-for-ownership).
-        const bool stream =
-            op.streaming || (op.dst.kind == BufKind::Recv && streamToRecv_) || (isPeer(op.dst) && streamToPeers_);
+        const bool stream = (op.dst.kind == BufKind::Recv && streamToRecv_) || (isPeer(op.dst) && streamToPeers_);
         if (stream) cpu::copyStreaming(dst, src, op.bytes);
         else cpu::copy(dst, src, op.bytes);
         break;

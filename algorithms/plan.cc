@@ -97,11 +97,10 @@ void PlanBuilder::barrier() {
   add(op);
 }
 
-void PlanBuilder::copy(BufRef dst, BufRef src, uint64_t bytes, bool streaming) {
+void PlanBuilder::copy(BufRef dst, BufRef src, uint64_t bytes) {
   if (bytes == 0) return;
   Op op;
   op.kind = OpKind::Copy;
-  op.streaming = streaming;
   op.firstSrc = static_cast<uint32_t>(plan_.sources.size());
   op.nsrc = 1;
   op.dst = dst;

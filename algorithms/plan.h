@@ -86,7 +86,6 @@ struct Op {
   uint32_t nsrc = 0;       ///< Number of sources.
   BufRef dst;
   uint64_t bytes = 0;      ///< Bytes moved or produced (a multiple of the element size).
-  bool streaming = false;  ///< Copy: nobody reads dst soon, write it with non-temporal stores.
 };
 
 /// A contiguous range of Plan::ops.
@@ -140,8 +139,7 @@ class PlanBuilder {
   void recv(int peer, BufRef dst, uint64_t bytes);
   void recvReduce(int peer, BufRef dst, BufRef src, uint64_t bytes);
   void barrier();
-  /// `streaming`: the destination will not be read soon (non-temporal stores skip reading it in).
-  void copy(BufRef dst, BufRef src, uint64_t bytes, bool streaming = false);
+  void copy(BufRef dst, BufRef src, uint64_t bytes);
   void reduce(BufRef dst, const std::vector<BufRef>& srcs, uint64_t bytes);
   void finalize(BufRef dst, uint64_t bytes);
 
