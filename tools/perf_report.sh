@@ -18,18 +18,19 @@
 #     -o DIR     where performance.md and the plots go (default docs/)
 #     -k DIR     keep the raw JSON files in DIR (default: a temporary directory, removed at exit)
 #     -A DIR     no runs: rebuild the report from the raw JSON files a previous -k left in DIR
-#     -x ARGS    extra arguments for every conflux-perf run (e.g. "-d double"; "-R 1" once buffers can be registered)
+#     -x ARGS    extra arguments for every conflux-perf run (e.g. "-d double", or "-R 1": cfxMemAlloc buffers)
+#     -t TAG     write performance-TAG.md and performance-TAG-<coll>.png instead (e.g. -t registered -x "-R 1")
 #     -d         dry run: print the commands and exit
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 py=/usr/bin/python3
 build=""; perf="${CONFLUX_PERF:-}"; reps=5; ranks="2 4"; colls="allreduce allgather reducescatter"
-maxsize=256M; outdir="$root/docs"; keep=""; aggregate_only=""; extra=""; dry=0
+maxsize=256M; outdir="$root/docs"; keep=""; aggregate_only=""; extra=""; dry=0; tag=""
 
 die() { echo "perf_report.sh: $*" >&2; exit 2; }
 
-while getopts "B:p:r:n:c:e:o:k:A:x:dh" opt; do
+while getopts "B:p:r:n:c:e:o:k:A:x:t:dh" opt; do
   case "$opt" in
     B) build=$OPTARG ;;
     p) perf=$OPTARG ;;
@@ -41,12 +42,14 @@ while getopts "B:p:r:n:c:e:o:k:A:x:dh" opt; do
     k) keep=$OPTARG ;;
     A) aggregate_only=$OPTARG ;;
     x) extra=$OPTARG ;;
+    t) tag=$OPTARG ;;
     d) dry=1 ;;
     h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option (see -h)" ;;
   esac
 done
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || die "-r needs a positive number, got '$reps'"
+[[ -z "$tag" || "$tag" =~ ^[a-z0-9-]+$ ]] || die "-t needs lower-case letters, digits and dashes, got '$tag'"
 
 [[ -x "$py" ]] || die "$py not found: the aggregation and plots need Debian's python3 (with python3-matplotlib)"
 
@@ -124,10 +127,12 @@ fi
 
 # ---- medians, tables, plots ----
 mkdir -p "$outdir"
-"$py" - "$root" "$raw" "$outdir" "$colls" "$ranks" <<'PY'
+"$py" - "$root" "$raw" "$outdir" "$colls" "$ranks" "$tag" "$extra" <<'PY'
 import glob, json, os, statistics, subprocess, sys
 
 root, raw, outdir, colls, ranks = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(), sys.argv[5].split()
+tag, extra = sys.argv[6], sys.argv[7]
+stem = "performance" + (f"-{tag}" if tag else "")
 sys.path.insert(0, os.path.join(root, "perf"))
 import plot  # perf/plot.py: the same lenient reading of conflux-perf's JSON
 
@@ -219,7 +224,7 @@ for coll in colls:
             lines.append(line)
         sections.append("\n".join(lines))
     if runs_for_plot:
-        png = os.path.join(outdir, f"performance-{coll}.png")
+        png = os.path.join(outdir, f"{stem}-{coll}.png")
         title = f"{coll}: Conflux (solid) vs Open MPI (dashed), medians per size\n{machine.get('cpu', '')}, {machine.get('cores', '?')} cores"
         rc = subprocess.call(["/usr/bin/python3", os.path.join(root, "perf", "plot.py"), *runs_for_plot, "-o", png,
                               "--title", title])
@@ -231,7 +236,8 @@ for coll in colls:
 if not sections:
     sys.exit(f"perf_report.sh: no JSON results in {raw}")
 
-md = ["# Performance: Conflux vs Open MPI", "",
+heading = "# Performance: Conflux vs Open MPI" + (f" ({tag}: conflux-perf {extra})" if tag else "")
+md = [heading, "",
       "Written by `tools/perf_report.sh`; how we measure (pinning, medians, noise) is in "
       "[performance-method.md](performance-method.md). Timings on these shared VMs vary up to ±2× from run "
       "to run: compare the two columns of one table (measured side by side), not tables from different days.", "",
@@ -249,7 +255,7 @@ md += ["```", "", "## Results", ""]
 for coll, png in plots:
     md += [f"![{coll}]({png})", ""]
 md += ["\n\n".join(sections), ""]
-with open(os.path.join(outdir, "performance.md"), "w") as f:
+with open(os.path.join(outdir, stem + ".md"), "w") as f:
     f.write("\n".join(md))
-print(f"perf_report.sh: wrote {os.path.join(outdir, 'performance.md')} and {len(plots)} plot(s)")
+print(f"perf_report.sh: wrote {os.path.join(outdir, stem + '.md')} and {len(plots)} plot(s)")
 PY
