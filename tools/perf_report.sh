@@ -251,7 +251,12 @@ md = [heading, "",
       f"Each command below ran {plural(int(machine.get('reps') or 0), 'time')}, alternating over all collectives "
       "and rank counts; the tables give the median per size.", "", "```"]
 md += commands or ["(commands not recorded: report rebuilt with -A)"]
-md += ["```", "", "## Results", ""]
+md += ["```", ""]
+if not tag:
+    md += ["The same comparison with buffers from `cfxMemAlloc` (`-R 1`: Conflux's direct algorithms, no staging "
+           "copies; MPI gets the same buffers) is in [performance-registered.md](performance-registered.md), "
+           "written by `tools/perf_report.sh -t registered -x \"-R 1\" -c \"allreduce allgather\"`.", ""]
+md += ["## Results", ""]
 for coll, png in plots:
     md += [f"![{coll}]({png})", ""]
 md += ["\n\n".join(sections), ""]
