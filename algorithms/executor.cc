@@ -32,6 +32,12 @@ constexpr std::byte kZeros[kWireAlign] = {};
 // How often (at most) a waiting rank polls its peers' liveness, and the longest single sleep.
 constexpr auto kLivenessInterval = std::chrono::milliseconds(50);
 constexpr int kMaxSleepMs = 50;
+// With messages to or from other nodes in flight nobody rings the doorbell for their completions: a
+// waiting rank blocks on the transport's completion queues instead, this long at a time, so that shared-
+// memory peers and the health checks are still looked at often.
+constexpr auto kNetWait = std::chrono::milliseconds(1);
+// Bounce-buffer regions of one round start at multiples of this.
+constexpr uint64_t kBounceAlign = 64;
 
 // Messages at least this large are copied into the caller's receive buffer with non-temporal stores.
 constexpr uint64_t kStreamMessageBytes = uint64_t{8} << 20;
@@ -49,12 +55,16 @@ class RankExecutor {
       : plan_(plan), bufs_(bufs), call_(call), env_(env), world_(env.world),
         eltSize_(dataTypeSize(call.dtype)), reduce_(cpu::reduceFunction(call.dtype, call.op)),
         states_(work.states), sendBusy_(work.sendBusy), recvBusy_(work.recvBusy),
-        peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs),
+        peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs), work_(work),
         streamToRecv_(call.count * eltSize_ >= kStreamMessageBytes),
         streamToPeers_(bufs.send != bufs.recv && call.count * eltSize_ >= kStreamToPeerBytes) {
     sendBusy_.assign(env.nranks, 0);
     recvBusy_.assign(env.nranks, 0);
     peerChecked_.assign(env.nranks, 0);
+    if (env.net != nullptr) {
+      work.netSent.assign(env.nranks, 0);
+      work.netRecvd.assign(env.nranks, 0);
+    }
   }
 
   Status run() {
@@ -74,6 +84,8 @@ class RankExecutor {
  private:
   // ---- buffers ----
   bool isPeer(const BufRef& ref) const { return ref.rank >= 0 && ref.rank != env_.rank; }
+  // A peer on another node: its messages travel over the ofi transport.
+  bool isRemote(int peer) const { return env_.localIndex[peer] < 0; }
 
   std::byte* resolve(const BufRef& ref) const {
     uintptr_t base = 0;
@@ -102,6 +114,10 @@ class RankExecutor {
       const Op& op = plan_.ops[round.firstOp + i];
       if (op.kind == OpKind::Barrier) states_[i].generation = world_->barrierArrive();
     }
+    netPending_ = 0;
+    if (env_.net != nullptr) {
+      if (Status s = postNet(round); !s) return fail(s, -1);
+    }
     int idle = 0;
     int yields = 0;
     bool progressedSinceCheck = false;
@@ -109,6 +125,7 @@ class RankExecutor {
     for (;;) {
       bool allDone = true;
       bool progressed = progressComm(round, allDone);
+      if (netFailed_) return failNet(round);
       if (allDone) break;
       if (progressed) {
         idle = 0;
@@ -141,10 +158,17 @@ class RankExecutor {
         progressedSinceCheck = true;
         continue;
       }
+      if (netFailed_) return failNet(round);
       if (allDone) break;
       Status s = checkHealth(round);
       if (!s) return s;
-      world_->sleep(seen, kMaxSleepMs);
+      if (netPending_ > 0) {
+        // Network completions ring no doorbell: block on the transport instead, briefly, so that
+        // shared-memory peers of this round are not left waiting long.
+        env_.net->poll(Clock::now() + kNetWait);
+      } else {
+        world_->sleep(seen, kMaxSleepMs);
+      }
       idle = env_.spinCount / 2;  // after a wakeup, spin a little before sleeping again
     }
     for (uint32_t i = 0; i < round.numOps; ++i) {
@@ -158,10 +182,16 @@ class RankExecutor {
     bool progressed = false;
     std::fill(sendBusy_.begin(), sendBusy_.end(), 0);
     std::fill(recvBusy_.begin(), recvBusy_.end(), 0);
+    if (netPending_ > 0) env_.net->progress();
     for (uint32_t i = 0; i < round.numOps; ++i) {
       const Op& op = plan_.ops[round.firstOp + i];
       OpState& st = states_[i];
       if (st.complete || !isCommOp(op.kind)) continue;
+      if (op.kind != OpKind::Barrier && isRemote(op.peer)) {
+        progressed |= progressNet(op, st, i);
+        if (!st.complete) allDone = false;
+        continue;
+      }
       switch (op.kind) {
         case OpKind::Send:
           // Messages to one peer leave in listed order: only the first unfinished one moves.
@@ -236,6 +266,79 @@ class RankExecutor {
     return progressed;
   }
 
+  // ---- messages to and from other nodes ----
+#if CONFLUX_HAVE_OFI
+  // Posts every inter-node operation of the round to the transport, in plan order, and lays out the
+  // bounce buffer for RecvReduce operations.
+  Status postNet(const Round& round) {
+    auto& reqs = work_.netReqs;
+    auto& offsets = work_.bounceOffset;
+    reqs.assign(round.numOps, ofi::Request{});
+    offsets.assign(round.numOps, 0);
+    uint64_t bounceBytes = 0;
+    for (uint32_t i = 0; i < round.numOps; ++i) {
+      const Op& op = plan_.ops[round.firstOp + i];
+      if (op.kind == OpKind::RecvReduce && isRemote(op.peer)) {
+        offsets[i] = bounceBytes;
+        bounceBytes += (op.bytes + kBounceAlign - 1) / kBounceAlign * kBounceAlign;
+      }
+    }
+    // Every inter-node operation of earlier rounds has completed, so nothing is posted into the old
+    // buffer when it grows.
+    if (work_.bounce.size() < bounceBytes) work_.bounce.resize(bounceBytes);
+    for (uint32_t i = 0; i < round.numOps; ++i) {
+      const Op& op = plan_.ops[round.firstOp + i];
+      if (!isCommOp(op.kind)) continue;
+      if (op.kind == OpKind::Barrier) {
+        return Status(Code::InternalError, "plan " + plan_.algorithm +
+                                               " has a barrier, but ranks span nodes (barriers are shared-memory only)");
+      }
+      if (!isRemote(op.peer)) continue;
+      const uint32_t n = op.kind == OpKind::Send ? work_.netSent[op.peer]++ : work_.netRecvd[op.peer]++;
+      const uint64_t tag = ofi::makeUserTag(n, static_cast<uint32_t>(call_.seq));
+      if (op.kind == OpKind::Send) {
+        reqs[i] = env_.net->isend(op.peer, tag, resolve(plan_.src(op, 0)), op.bytes);
+      } else if (op.kind == OpKind::Recv) {
+        reqs[i] = env_.net->irecv(op.peer, tag, resolve(op.dst), op.bytes);
+      } else {
+        reqs[i] = env_.net->irecv(op.peer, tag, work_.bounce.data() + offsets[i], op.bytes);
+      }
+      ++netPending_;
+    }
+    return Status::ok();
+  }
+
+  bool progressNet(const Op& op, OpState& st, uint32_t i) {
+    ofi::Request& req = work_.netReqs[i];
+    if (!req.done()) return false;
+    if (req.failed()) {
+      if (!netFailed_) {
+        netFailed_ = true;
+        netError_ = req.status();
+        netPeer_ = op.peer;
+      }
+      return false;
+    }
+    if (op.kind == OpKind::RecvReduce && op.bytes > 0) {
+      const void* srcs[2] = {resolve(plan_.src(op, 0)), work_.bounce.data() + work_.bounceOffset[i]};
+      reduce_(resolve(op.dst), srcs, 2, op.bytes / eltSize_);
+    }
+    st.done = op.bytes;
+    st.complete = true;
+    --netPending_;
+    return true;
+  }
+#else
+  Status postNet(const Round&) {
+    return Status(Code::InvalidUsage, "ranks span nodes, but this build has no inter-node transport (OFI)");
+  }
+  bool progressNet(const Op&, OpState&, uint32_t) { return false; }
+#endif
+
+  Status failNet(const Round& round) {
+    return fail(Status(netError_.code(), netError_.message() + " [during " + where(round) + "]"), netPeer_);
+  }
+
   void runLocal(const Op& op) {
     std::byte* dst = resolve(op.dst);
     switch (op.kind) {
@@ -277,6 +380,10 @@ class RankExecutor {
         int late = world_->barrierLaggard(st.generation);
         s += ", waiting at a barrier";
         if (late >= 0) s += " for rank " + std::to_string(env_.globalOfLocal[late]);
+      } else if (isRemote(op.peer)) {
+        s += std::string(op.kind == OpKind::Send ? ", sending " : ", receiving ") + std::to_string(op.bytes) +
+             " bytes " + (op.kind == OpKind::Send ? "to" : "from") + " rank " + std::to_string(op.peer) +
+             " on another node (ofi)";
       } else if (op.kind == OpKind::Send) {
         s += ", sending " + std::to_string(op.bytes) + " bytes to rank " + std::to_string(op.peer) + " (" +
              std::to_string(std::min(st.done, op.bytes)) + " sent)";
@@ -406,9 +513,14 @@ class RankExecutor {
   std::vector<uint8_t>& recvBusy_;
   std::vector<uint8_t>& peerChecked_;
   std::vector<const void*>& srcPtrs_;
+  ExecWorkspace& work_;
   const bool streamToRecv_;
   const bool streamToPeers_;
   size_t round_ = 0;
+  int netPending_ = 0;       // inter-node operations of this round not yet complete
+  bool netFailed_ = false;   // one failed: netError_ names the peer and the operation
+  Status netError_;
+  int netPeer_ = -1;
   Clock::time_point lastProgress_{};
   Clock::time_point lastLiveness_{};
 };

@@ -1,8 +1,13 @@
-// The executor: runs one rank's Plan over the shared-memory transport and the CPU kernels.
+// The executor: runs one rank's Plan over the shared-memory transport (peers on this node), the libfabric
+// transport (peers on other nodes) and the CPU kernels.
 //
 // It implements the round semantics of plan.h: the communication operations of a round progress together
 // (sends and receives to the same peer in listed order, streamed in pieces so that receivers reduce while
-// senders still write), then the round's local operations run in order. A rank that cannot progress spins
+// senders still write), then the round's local operations run in order. A message to or from another
+// node is posted whole to the ofi transport at the start of its round (the transport chunks it); its tag
+// is the call number and the message's index among this call's messages in that direction with that peer,
+// so both sides match messages in plan order. A RecvReduce from another node lands in a bounce buffer and
+// is reduced when it completes. A rank that cannot progress spins
 // briefly and then sleeps on its doorbell; while it waits it watches for dead peers, errors posted by other
 // ranks, an abort, mismatched arguments and the no-progress timeout, so that a failure anywhere becomes an
 // error on every rank instead of a hang.
@@ -17,6 +22,7 @@
 #include "core/error.h"
 #include "core/types.h"
 #include "kernels/cpu/reduce.h"
+#include "transport/ofi/transport.h"
 #include "transport/shm/shm_world.h"
 
 namespace conflux {
@@ -49,13 +55,15 @@ struct ExecEnv {
   shm::ShmWorld* world = nullptr;
   int rank = 0;
   int nranks = 1;
-  std::vector<int> localIndex;    ///< Global rank -> local rank (all ranks are local for now).
+  std::vector<int> localIndex;    ///< Global rank -> local rank, -1 for ranks on other nodes.
   std::vector<int> globalOfLocal; ///< Local rank -> global rank.
   int timeoutMs = 30000;
   int spinCount = 2000;
   int yieldCount = 0;             ///< sched_yield() calls before sleeping (oversubscribed nodes).
   bool checkArgs = true;
   const std::atomic<bool>* aborted = nullptr;
+  /// Peers on other nodes (localIndex < 0) are reached through this; null when all ranks are local.
+  ofi::Transport* net = nullptr;
 };
 
 /// Memory the executor reuses from call to call (one per communicator), so that a call allocates nothing.
@@ -68,6 +76,13 @@ struct ExecWorkspace {
   std::vector<OpState> states;
   std::vector<uint8_t> sendBusy, recvBusy, peerChecked;
   std::vector<const void*> srcPtrs;
+  // Inter-node messages: one request per operation of the round, message counters per peer for the
+  // current call, and the bounce buffer RecvReduce operations from other nodes receive into (grows to the
+  // largest round, never shrinks).
+  std::vector<ofi::Request> netReqs;
+  std::vector<uint64_t> bounceOffset;
+  std::vector<uint32_t> netSent, netRecvd;
+  std::vector<std::byte> bounce;
 };
 
 /// Posts `s` to every local rank's error slot (naming `failedRank`, or -1), logs it, and returns it.

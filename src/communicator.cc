@@ -13,6 +13,9 @@
 #include "core/config.h"
 #include "core/host_id.h"
 #include "core/log.h"
+#if CONFLUX_HAVE_OFI
+#include "transport/ofi/transport.h"
+#endif
 
 namespace conflux {
 namespace {
@@ -73,16 +76,22 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   localRank_ = layout.localRank;
   localSize_ = layout.localSize;
   numNodes_ = layout.numNodes;
+#if !CONFLUX_HAVE_OFI
   if (numNodes_ > 1) {
     throw Error(Code::InvalidUsage, "ranks span " + std::to_string(numNodes_) +
-                                        " nodes (by host identity), but this build has no inter-node transport; "
-                                        "run all ranks on one node or set the same CONFLUX_HOSTID");
+                                        " nodes (by host identity), but this build has no inter-node transport "
+                                        "(built without libfabric); run all ranks on one node or set the same "
+                                        "CONFLUX_HOSTID");
   }
+#endif
 
   // Shared memory among the ranks of this node.
   shm::ShmConfig cfg;
   cfg.dir = config::getString(config::Var::SHM_DIR);
   cfg.jobTag = bootstrap::jobTag(id);
+  // Nodes of one job may share /dev/shm (simulated nodes: network namespaces of one machine), so segment
+  // names carry the node's index when ranks span nodes.
+  if (numNodes_ > 1) cfg.jobTag += "-n" + std::to_string(layout.nodeIndex);
   cfg.localRank = localRank_;
   cfg.localSize = localSize_;
   cfg.globalRanks = layout.localRanks;
@@ -93,6 +102,25 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   ex.barrier = [&] { boot.barrierAmong(layout.localRanks); };
   world_ = shm::ShmWorld::create(cfg, ex);
   stagingBytes_ = world_->stagingBytes();
+
+#if CONFLUX_HAVE_OFI
+  // Ranks on other nodes: libfabric, one Transport per communicator (its own endpoints, so tags need not
+  // name the communicator). Every rank takes part in the address exchange, local peers included.
+  if (numNodes_ > 1) {
+    ofi::Options o;
+    o.rank = rank_;
+    o.nranks = nranks_;
+    // Bind to the bootstrap interface when one is named (CONFLUX_SOCKET_IFNAME) and no address is set:
+    // without it tcp providers may pick an interface the other nodes cannot reach.
+    if (config::getString(config::Var::OFI_ADDR).empty() && !config::getString(config::Var::SOCKET_IFNAME).empty()) {
+      o.localAddress = bootstrap::pickBindHost(false);
+    }
+    net_ = ofi::Transport::create(o, [&](const std::vector<uint8_t>& v) { return boot.allGather(v); });
+    CFX_INFO(kInit, "rank %d: %d node(s), inter-node messages over ofi provider %s%s%s", rank_, numNodes_,
+             net_->capabilities().provider.c_str(), o.localAddress.empty() ? "" : " bound to ",
+             o.localAddress.c_str());
+  }
+#endif
 
   env_.world = world_.get();
   env_.rank = rank_;
@@ -110,6 +138,9 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   }
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
   env_.aborted = &aborted_;
+#if CONFLUX_HAVE_OFI
+  env_.net = net_.get();
+#endif
   if (config::getBool(config::Var::DIRECT) && numNodes_ == 1 && nranks_ > 1) {
     direct_ = std::make_unique<DirectCalls>(*world_, env_);
     PlanBuilder b("entry barrier");
@@ -143,6 +174,15 @@ const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& 
   shape.peerBuffers = peerBuffers;
   entry.selection = selector_.select(p.coll, bytes, shape);
   entry.plan = std::make_shared<const Plan>(buildPlan(entry.selection.algo, p));  // may throw
+  if (numNodes_ > 1) {
+    // Barriers and staging exist only in shared memory: the selector never picks such a plan across nodes.
+    for (const Op& op : entry.plan->ops) {
+      if (op.kind == OpKind::Barrier || entry.plan->stagingBytes > 0) {
+        throw Error(Code::InternalError, "plan " + entry.plan->algorithm +
+                                             " uses barriers or staging, which do not cross nodes");
+      }
+    }
+  }
   if (planCacheSize_ == 0) {
     uncached_ = std::move(entry);
     return uncached_;

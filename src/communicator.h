@@ -21,6 +21,10 @@
 
 namespace conflux {
 
+namespace ofi {
+class Transport;
+}
+
 namespace bootstrap {
 struct UniqueId;
 class StoreServer;
@@ -117,6 +121,11 @@ class CommunicatorImpl {
   std::list<CachedPlan> planCache_;  // most recently used first
   CachedPlan uncached_;              // the last plan when the cache is disabled
   size_t planCacheSize_ = 16;
+  // Peers on other nodes (null on one node). Declared last so that it is destroyed first: unfinished
+  // operations of a failed call may still point into scratch_ and work_ until the endpoints close.
+  // A shared_ptr because its deleter is bound where it is created: builds without OFI never define
+  // ofi::Transport's destructor.
+  std::shared_ptr<ofi::Transport> net_;
 };
 
 }  // namespace conflux

@@ -189,6 +189,12 @@ void Transport::progress() {
   for (auto& rail : rails_) rail->progress();
 }
 
+void Transport::poll(Deadline until) {
+  progress();
+  blockOnRails(rails_, until);
+  progress();
+}
+
 bool Transport::test(Request& request) {
   if (!request.done()) progress();
   return request.done();

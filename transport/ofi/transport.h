@@ -123,6 +123,10 @@ class Transport {
   bool test(Request& request);
   /// Reads completions and posts queued chunks on every rail, without blocking.
   void progress();
+  /// Progresses, then blocks on the completion queues' wait objects until a completion may be ready or
+  /// `until` passes (at most 50 ms; 200 us sleeps without wait objects), then progresses again. For
+  /// callers that multiplex several operations (the executor) and check their requests themselves.
+  void poll(Deadline until);
 
   /// Waits until every request is done or `deadline` passes: spins CONFLUX_OFI_SPIN_US, then blocks on
   /// the completion queues' wait objects. Returns Ok, the first request error (as soon as any request
@@ -146,7 +150,6 @@ class Transport {
   Transport();
   Request post(bool send, int peer, uint64_t tag, void* buf, size_t bytes);
   Status timeoutStatus(const detail::Op& op) const;
-  bool blockUntilActivity(Deadline deadline);
 
   int rank_ = 0;
   int nranks_ = 1;
