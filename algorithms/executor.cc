@@ -336,7 +336,13 @@ class RankExecutor {
 #endif
 
   Status failNet(const Round& round) {
-    return fail(Status(netError_.code(), netError_.message() + " [during " + where(round) + "]"), netPeer_);
+    // The provider cancels operations whose connection broke (FI_ECANCELED, which the transport reports
+    // as Aborted); unless this communicator was aborted, that is the peer's or the network's failure.
+    Code code = netError_.code();
+    if (code == Code::Aborted && !(env_.aborted != nullptr && env_.aborted->load(std::memory_order_acquire))) {
+      code = Code::RemoteError;
+    }
+    return fail(Status(code, netError_.message() + " [during " + where(round) + "]"), netPeer_);
   }
 
   void runLocal(const Op& op) {
