@@ -4,6 +4,17 @@
 
 namespace conflux {
 
+shm::CallDescriptor describeCall(uint64_t seq, Collective coll, DataType dtype, RedOp op, int root, uint64_t count) {
+  shm::CallDescriptor d;
+  d.seq = seq;
+  d.coll = static_cast<uint32_t>(coll);
+  d.dtype = static_cast<uint32_t>(dtype);
+  d.op = static_cast<uint32_t>(op);
+  d.root = root;
+  d.count = count;
+  return d;
+}
+
 std::string callMismatch(const shm::CallDescriptor& mine, const shm::CallDescriptor& peer) {
   const auto coll = static_cast<Collective>(mine.coll);
   auto collOf = [](uint32_t c) { return std::string(collectiveName(static_cast<Collective>(c))); };

@@ -1,11 +1,17 @@
 // Cross-rank argument checks: what differs between two ranks' views of the same call.
 #pragma once
 
+#include <cstdint>
 #include <string>
+
+#include "core/types.h"
 
 #include "transport/shm/shm_world.h"
 
 namespace conflux {
+
+/// The descriptor of one call (seq: the communicator's 1-based call number).
+shm::CallDescriptor describeCall(uint64_t seq, Collective coll, DataType dtype, RedOp op, int root, uint64_t count);
 
 /// The first argument on which `peer` disagrees with `mine` for the same call, e.g. "count 8 vs 16" or
 /// "root 0 vs 1", or "" when they agree. Only arguments the collective uses are compared (the op only

@@ -16,33 +16,21 @@
 // call-descriptor check against its executor), not left hanging.
 #include "algorithms/eager.h"
 
-#include <sched.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
 #include "algorithms/call_check.h"
+#include "algorithms/wait.h"
 #include "core/log.h"
 #include "kernels/cpu/reduce.h"
 #include "transport/shm/layout.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define CFX_EAGER_RELAX() _mm_pause()
-#else
-#define CFX_EAGER_RELAX() \
-  do {                    \
-  } while (0)
-#endif
-
 namespace conflux {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr auto kLivenessInterval = std::chrono::milliseconds(50);
-constexpr int kMaxSleepMs = 50;
+using Clock = WaitClock;
 
 class EagerRun {
  public:
@@ -65,14 +53,7 @@ class EagerRun {
   uint64_t blockBytes() const { return call_.count * elt_; }
 
   shm::CallDescriptor descriptor() const {
-    shm::CallDescriptor d;
-    d.seq = call_.callSeq;
-    d.coll = static_cast<uint32_t>(call_.coll);
-    d.dtype = static_cast<uint32_t>(call_.dtype);
-    d.op = static_cast<uint32_t>(call_.op);
-    d.root = call_.root;
-    d.count = call_.count;
-    return d;
+    return describeCall(call_.callSeq, call_.coll, call_.dtype, call_.op, call_.root, call_.count);
   }
 
   uint64_t ownInputBytes() const {
@@ -104,13 +85,8 @@ class EagerRun {
     while (next_ < world_->localSize() && (next_ == me_ || ready(next_))) {
       if (next_ != me_) {
         const shm::EagerSlot& s = slot(next_);
-        shm::CallDescriptor d;
-        d.seq = s.callSeq;
-        d.coll = s.coll;
-        d.dtype = s.dtype;
-        d.op = s.op;
-        d.root = s.root;
-        d.count = s.count;
+        const shm::CallDescriptor d = describeCall(s.callSeq, static_cast<Collective>(s.coll),
+                                                   static_cast<DataType>(s.dtype), static_cast<RedOp>(s.op), s.root, s.count);
         if (std::string field = callMismatch(descriptor(), d); !field.empty()) return mismatch(field, next_);
         progressed = true;
       }
@@ -120,7 +96,7 @@ class EagerRun {
   }
 
   Status waitForPeers() {
-    int idle = 0, yields = 0;
+    Backoff backoff(env_);
     bool published = false;
     lastProgress_ = Clock::now();
     for (;;) {
@@ -128,20 +104,11 @@ class EagerRun {
       if (Status s = collectReady(progressed); !s) return s;
       if (next_ == world_->localSize()) return Status::ok();
       if (progressed) {
-        idle = yields = 0;
+        backoff.progressed();
         lastProgress_ = Clock::now();
         continue;
       }
-      if (++idle < env_.spinCount) {
-        CFX_EAGER_RELAX();
-        continue;
-      }
-      if (yields < env_.yieldCount) {  // more ranks than cores: let the peer run first
-        ++yields;
-        sched_yield();
-        idle = env_.spinCount;
-        continue;
-      }
+      if (backoff.pause()) continue;
       // Slow path: a peer is late. Make this call visible to a peer that took a plan by mistake (its
       // executor checks call descriptors), then check health and sleep until a peer publishes.
       if (!published && env_.checkArgs) {
@@ -151,7 +118,7 @@ class EagerRun {
       if (Status s = checkHealth(); !s) return s;
       const int waitFor = next_;
       world_->sleepUnless([&] { return ready(waitFor) || world_->error().has_value(); }, kMaxSleepMs);
-      idle = env_.spinCount / 2;
+      backoff.woke();
     }
   }
 
@@ -170,15 +137,7 @@ class EagerRun {
   }
 
   Status checkHealth() {
-    if (env_.aborted != nullptr && env_.aborted->load(std::memory_order_acquire)) {
-      return Status(Code::Aborted, "communicator aborted during " + where());
-    }
-    if (auto e = world_->error()) {
-      if (e->reporterRank == env_.rank) return Status(static_cast<Code>(e->code), e->message);
-      return Status(static_cast<Code>(e->code),
-                    "rank " + std::to_string(e->reporterRank) + " reported: " + e->message + " [this rank was in " +
-                        where() + "]");
-    }
+    if (Status s = interruption(env_, [&] { return where(); }); !s) return s;
     const auto now = Clock::now();
     if (now - lastLiveness_ >= kLivenessInterval) {
       lastLiveness_ = now;

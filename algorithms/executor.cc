@@ -1,27 +1,17 @@
 #include "algorithms/executor.h"
 
-#include <sched.h>
-
 #include <chrono>
 #include <cstring>
 #include <string>
 
 #include "algorithms/call_check.h"
+#include "algorithms/wait.h"
 #include "core/log.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define CFX_CPU_RELAX() _mm_pause()
-#else
-#define CFX_CPU_RELAX() \
-  do {                  \
-  } while (0)
-#endif
 
 namespace conflux {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = WaitClock;
 
 // Every message occupies a multiple of 8 bytes of its channel, so each message starts 8-byte aligned and
 // no element (at most 8 bytes) ever straddles the ring's end. Both sides know the sizes from the plan.
@@ -29,9 +19,6 @@ constexpr uint64_t kWireAlign = 8;
 constexpr uint64_t wireBytes(uint64_t b) { return (b + kWireAlign - 1) & ~(kWireAlign - 1); }
 constexpr std::byte kZeros[kWireAlign] = {};
 
-// How often (at most) a waiting rank polls its peers' liveness, and the longest single sleep.
-constexpr auto kLivenessInterval = std::chrono::milliseconds(50);
-constexpr int kMaxSleepMs = 50;
 // With messages to or from other nodes in flight nobody rings the doorbell for their completions: a
 // waiting rank blocks on the transport's completion queues instead, this long at a time, so that shared-
 // memory peers and the health checks are still looked at often.
@@ -118,8 +105,7 @@ class RankExecutor {
     if (env_.net != nullptr) {
       if (Status s = postNet(round); !s) return fail(s, -1);
     }
-    int idle = 0;
-    int yields = 0;
+    Backoff backoff(env_);
     bool progressedSinceCheck = false;
     lastProgress_ = Clock::now();
     for (;;) {
@@ -128,23 +114,11 @@ class RankExecutor {
       if (netFailed_) return failNet(round);
       if (allDone) break;
       if (progressed) {
-        idle = 0;
-        yields = 0;
+        backoff.progressed();
         progressedSinceCheck = true;
         continue;
       }
-      if (++idle < env_.spinCount) {
-        CFX_CPU_RELAX();
-        continue;
-      }
-      // More ranks than cores: hand the core to a peer that can make progress before paying for a
-      // futex sleep and wake-up (tens of microseconds each when every core is busy).
-      if (yields < env_.yieldCount) {
-        ++yields;
-        sched_yield();
-        idle = env_.spinCount;  // poll once more after the yield
-        continue;
-      }
+      if (backoff.pause()) continue;
       // Reading the clock only here keeps it off the fast path.
       if (progressedSinceCheck) {
         lastProgress_ = Clock::now();
@@ -154,7 +128,7 @@ class RankExecutor {
       uint32_t seen = world_->doorbell();
       allDone = true;
       if (progressComm(round, allDone)) {
-        idle = 0;
+        backoff.respin();
         progressedSinceCheck = true;
         continue;
       }
@@ -169,7 +143,7 @@ class RankExecutor {
       } else {
         world_->sleep(seen, kMaxSleepMs);
       }
-      idle = env_.spinCount / 2;  // after a wakeup, spin a little before sleeping again
+      backoff.woke();
     }
     for (uint32_t i = 0; i < round.numOps; ++i) {
       const Op& op = plan_.ops[round.firstOp + i];
@@ -405,14 +379,7 @@ class RankExecutor {
   Status fail(const Status& s, int failedRank) { return reportFailure(env_, s, failedRank); }
 
   Status checkHealth(const Round& round) {
-    if (env_.aborted != nullptr && env_.aborted->load(std::memory_order_acquire)) {
-      return Status(Code::Aborted, "communicator aborted during " + where(round));
-    }
-    if (auto e = world_->error()) {
-      if (e->reporterRank == env_.rank) return Status(static_cast<Code>(e->code), e->message);
-      std::string msg = "rank " + std::to_string(e->reporterRank) + " reported: " + e->message;
-      return Status(static_cast<Code>(e->code), msg + " [this rank was in " + where(round) + "]");
-    }
+    if (Status s = interruption(env_, [&] { return where(round); }); !s) return s;
     auto now = Clock::now();
     if (now - lastLiveness_ >= kLivenessInterval) {
       lastLiveness_ = now;
@@ -468,16 +435,10 @@ class RankExecutor {
   }
 
   // ---- cross-rank argument checks ----
-  void publishCall() {
-    shm::CallDescriptor d;
-    d.seq = call_.seq;
-    d.coll = static_cast<uint32_t>(call_.coll);
-    d.dtype = static_cast<uint32_t>(call_.dtype);
-    d.op = static_cast<uint32_t>(call_.op);
-    d.root = call_.root;
-    d.count = call_.count;
-    world_->publishCall(d);
+  shm::CallDescriptor descriptor() const {
+    return describeCall(call_.seq, call_.coll, call_.dtype, call_.op, call_.root, call_.count);
   }
+  void publishCall() { world_->publishCall(descriptor()); }
 
   Status checkPeerArgs() {
     for (int l = 0; l < world_->localSize(); ++l) {
@@ -496,16 +457,7 @@ class RankExecutor {
     return Status::ok();
   }
 
-  std::string mismatch(const shm::CallDescriptor& d) const {
-    shm::CallDescriptor mine;
-    mine.seq = call_.seq;
-    mine.coll = static_cast<uint32_t>(call_.coll);
-    mine.dtype = static_cast<uint32_t>(call_.dtype);
-    mine.op = static_cast<uint32_t>(call_.op);
-    mine.root = call_.root;
-    mine.count = call_.count;
-    return callMismatch(mine, d);
-  }
+  std::string mismatch(const shm::CallDescriptor& d) const { return callMismatch(descriptor(), d); }
 
   const Plan& plan_;
   const ExecBuffers& bufs_;

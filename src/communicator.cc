@@ -37,6 +37,16 @@ bool samePlanParams(const PlanParams& a, const PlanParams& b) {
          a.chunkBytes == b.chunkBytes;
 }
 
+ExecCall execCallOf(const CallArgs& a) {
+  ExecCall call;
+  call.coll = a.coll;
+  call.dtype = a.dtype;
+  call.op = a.op;
+  call.root = a.root;
+  call.count = a.count;
+  return call;
+}
+
 }  // namespace
 
 std::unique_ptr<CommunicatorImpl> CommunicatorImpl::create(const bootstrap::UniqueId& id, int nranks, int rank,
@@ -230,13 +240,7 @@ Status CommunicatorImpl::run(const CallArgs& a) {
   bufs.send = static_cast<const std::byte*>(a.send);
   bufs.recv = static_cast<std::byte*>(a.recv);
   bufs.scratch = scratch_.data();
-  ExecCall call;
-  call.coll = a.coll;
-  call.dtype = a.dtype;
-  call.op = a.op;
-  call.root = a.root;
-  call.count = a.count;
-  return execute(*plan, bufs, call);
+  return execute(*plan, bufs, execCallOf(a));
 }
 
 Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& sizes, ExecBuffers& bufs, bool& direct) {
@@ -247,12 +251,7 @@ Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& siz
     world_->barrierArrive();  // counted like everyone's; the answer (no) needs no waiting
     return Status::ok();
   }
-  ExecCall call;
-  call.coll = a.coll;
-  call.dtype = a.dtype;
-  call.op = a.op;
-  call.root = a.root;
-  call.count = a.count;
+  ExecCall call = execCallOf(a);
   call.seq = seq_ + 1;  // the call this barrier opens
   if (Status s = conflux::execute(entryBarrier_, ExecBuffers{}, call, env_, work_); !s) return failed(s);
   try {
