@@ -549,9 +549,9 @@ class Cluster:
                 kill_group(sink.pid, signal.SIGKILL)
                 sink.wait()
 
-    def iperf3(self, src, dst, seconds=3, rail=0):
-        """Bits per second iperf3 measures from node @p src to node @p dst. Raises Unavailable without
-        iperf3."""
+    def iperf3(self, src, dst, seconds=3, rail=0, bidir=False):
+        """Bits per second iperf3 measures from node @p src to node @p dst (@p bidir: both directions at
+        once, the mean of the two). Raises Unavailable without iperf3."""
         problem = iperf3_problem()
         if problem:
             raise Unavailable(problem)
@@ -560,14 +560,18 @@ class Cluster:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             for _attempt in range(50):
-                p = self.run_in(src, ["iperf3", "-c", self.addr(dst, rail), "-p", port, "-t", str(seconds), "-J"],
-                                timeout=seconds + 60)
+                p = self.run_in(src, ["iperf3", "-c", self.addr(dst, rail), "-p", port, "-t", str(seconds), "-J"]
+                                + (["--bidir"] if bidir else []), timeout=seconds + 60)
                 try:  # iperf3 3.12 -J exits 0 even when it cannot connect; the JSON says "error"
                     report = json.loads(p.stdout)
                 except ValueError:
                     report = {"error": (p.stdout + p.stderr)[-500:]}
                 if p.returncode == 0 and "error" not in report:
-                    return float(report["end"]["sum_received"]["bits_per_second"])
+                    end = report["end"]
+                    rate = float(end["sum_received"]["bits_per_second"])
+                    if bidir:
+                        rate = (rate + float(end["sum_received_bidir_reverse"]["bits_per_second"])) / 2
+                    return rate
                 error = str(report.get("error", "")) + p.stderr
                 if "refused" not in error or server.poll() is not None:
                     raise HarnessError("iperf3 client failed: " + error[-500:])
