@@ -14,6 +14,7 @@
 #include "core/host_id.h"
 #include "core/log.h"
 #if CONFLUX_HAVE_OFI
+#include "src/net_rails.h"
 #include "transport/ofi/transport.h"
 #endif
 
@@ -125,10 +126,19 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     if (config::getString(config::Var::OFI_ADDR).empty() && !config::getString(config::Var::SOCKET_IFNAME).empty()) {
       o.localAddress = bootstrap::pickBindHost(false);
     }
+    // The NICs nearest this rank, when the topology knows them (they override the bind address).
+    o.domains = topologyRailDomains(
+        localRank_, [&](const std::vector<uint8_t>& v) { return boot.allGatherAmong(layout.localRanks, v); },
+        [&](const std::vector<uint8_t>& v) { return boot.allGather(v); });
     net_ = ofi::Transport::create(o, [&](const std::vector<uint8_t>& v) { return boot.allGather(v); });
-    CFX_INFO(kInit, "rank %d: %d node(s), inter-node messages over ofi provider %s%s%s", rank_, numNodes_,
-             net_->capabilities().provider.c_str(), o.localAddress.empty() ? "" : " bound to ",
-             o.localAddress.c_str());
+    std::string rails;
+    for (const std::string& d : net_->capabilities().railDomains) rails += (rails.empty() ? "" : ",") + d;
+    const std::string why = !o.domains.empty() ? "nearest NICs by topology"
+                            : !config::getString(config::Var::OFI_DOMAINS).empty() ? "CONFLUX_OFI_DOMAINS"
+                            : !o.localAddress.empty() ? "bound to " + o.localAddress
+                                                      : "the provider's first domain";
+    CFX_INFO(kInit, "rank %d: %d node(s), inter-node messages over ofi provider %s, rail domains %s (%s)", rank_,
+             numNodes_, net_->capabilities().provider.c_str(), rails.c_str(), why.c_str());
   }
 #endif
 

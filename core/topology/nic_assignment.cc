@@ -97,6 +97,16 @@ NicAssignment assignNics(const Machine& m, const std::vector<RankLocality>& rank
   return a;
 }
 
+std::vector<std::string> rankFabricDomains(const Machine& m, const NicAssignment& a, int localRank) {
+  std::vector<std::string> out;
+  if (localRank < 0 || static_cast<size_t>(localRank) >= a.rankRails.size()) return out;
+  for (int rail : a.rankRails[static_cast<size_t>(localRank)]) {
+    const Nic& nic = m.nics.at(static_cast<size_t>(a.railNics.at(static_cast<size_t>(rail))));
+    if (!nic.fabricDomain.empty()) out.push_back(nic.fabricDomain);
+  }
+  return out;
+}
+
 std::vector<std::vector<int>> ranksPerRail(const NicAssignment& a) {
   std::vector<std::vector<int>> out(a.railNics.size());
   for (size_t r = 0; r < a.rankRails.size(); ++r) {

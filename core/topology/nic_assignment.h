@@ -2,6 +2,7 @@
 // Pure functions over the model, so that they are tested on fixtures of real machines.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/topology/topology.h"
@@ -31,6 +32,11 @@ std::vector<int> railNics(const Machine& m);
 /// (rule in nic_assignment.cc). No NICs gives every rank an empty list. Throws Error(InvalidArgument)
 /// naming the rank when its GPU index is not in m.gpus.
 NicAssignment assignNics(const Machine& m, const std::vector<RankLocality>& ranks);
+
+/// The libfabric domains local rank @p localRank opens, one rail each, in rail order: the fabricDomain of
+/// each of its rails' NICs (NICs without one are skipped). Empty when none has a matched domain, or when
+/// @p localRank is out of range.
+std::vector<std::string> rankFabricDomains(const Machine& m, const NicAssignment& a, int localRank);
 
 /// For each rail, the local ranks that drive it, ascending.
 std::vector<std::vector<int>> ranksPerRail(const NicAssignment& a);

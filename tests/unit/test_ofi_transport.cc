@@ -286,3 +286,41 @@ TEST(OfiTransport, BlockedWaitDoesNotBurnACore) {
 }
 
 }  // namespace
+
+TEST(OfiTransport, NamedDomainsOpenOneRailEach) {
+  // "lo" twice: two rails on the loopback domain, each with the domain's own address (no bind address).
+  runThreads(2, [](Options& o) {
+    o.domains = {"lo", "lo"};
+    o.localAddress.clear();
+    o.chunkBytes = 65536;
+  }, [&](int rank, Transport& t, ThreadGroup&) {
+    EXPECT_EQ(t.rails(), 2);
+    EXPECT_EQ(t.capabilities().railDomains, (std::vector<std::string>{"lo", "lo"}));
+    const size_t bytes = (size_t(1) << 20) + 5;
+    std::vector<uint8_t> buf(bytes);
+    if (rank == 0) {
+      fillPattern(buf, 0, 9);
+      Request s = t.isend(1, makeUserTag(1, 9), buf.data(), bytes);
+      EXPECT_TRUE(t.wait(s).isOk());
+    } else {
+      Request r = t.irecv(0, makeUserTag(1, 9), buf.data(), bytes);
+      EXPECT_TRUE(t.wait(r).isOk());
+      EXPECT_EQ(firstMismatch(buf, bytes, 0, 9), -1);
+    }
+  });
+}
+
+TEST(OfiTransport, UnknownDomainIsAnErrorListingTheOffered) {
+  Options o = loopbackOptions(0, 1);
+  o.domains = {"lo", "nosuchnic7"};
+  try {
+    Transport::create(o, [](const std::vector<uint8_t>& v) { return v; });
+    FAIL() << "a domain the provider does not offer was accepted";
+  } catch (const conflux::Error& e) {
+    EXPECT_EQ(e.code(), Code::InvalidArgument);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'nosuchnic7'"), std::string::npos) << what;
+    EXPECT_NE(what.find("offers: "), std::string::npos) << what;
+    EXPECT_NE(what.find("lo"), std::string::npos) << what;
+  }
+}

@@ -131,3 +131,38 @@ TEST(TopoAssign, BadGpuIndexNamesTheRank) {
     EXPECT_NE(std::string(e.what()).find("local rank 1 has GPU 8"), std::string::npos) << e.what();
   }
 }
+
+TEST(TopoAssign, RankFabricDomainsAreTheDomainsOfItsRails) {
+  Machine m = fixture("p5-like");
+  // The provider's domains, one per EFA NIC, named like EFA's ("<device>-rdm"), matched by bus id.
+  std::vector<FabricDomain> domains;
+  for (const Nic& n : m.nics) {
+    if (n.rdma) domains.push_back({n.name + "-rdm", n.pciBusId});
+  }
+  ASSERT_EQ(matchFabricDomains(m, domains), 32);
+  NicAssignment a = assignNics(m, defaultLocalities(m, 8));
+  for (int rank = 0; rank < 8; ++rank) {
+    std::vector<std::string> expect;
+    for (int rail : a.rankRails[static_cast<size_t>(rank)]) {
+      expect.push_back(m.nics[static_cast<size_t>(a.railNics[static_cast<size_t>(rail)])].name + "-rdm");
+    }
+    EXPECT_EQ(rankFabricDomains(m, a, rank), expect) << "rank " << rank;
+    EXPECT_EQ(expect.size(), 4u);
+  }
+  EXPECT_EQ(rankFabricDomains(m, a, 1).front(), "rdmap97s0-rdm");
+  EXPECT_TRUE(rankFabricDomains(m, a, 8).empty());
+  EXPECT_TRUE(rankFabricDomains(m, a, -1).empty());
+}
+
+TEST(TopoAssign, RankFabricDomainsEmptyWithoutMatchedDomains) {
+  // The VM: a virtio NIC with no libfabric domain on its PCI address (tcp gives none).
+  Machine vm = fixture("vm-2core");
+  NicAssignment a = assignNics(vm, defaultLocalities(vm, 2));
+  EXPECT_TRUE(rankFabricDomains(vm, a, 0).empty());
+  EXPECT_TRUE(rankFabricDomains(vm, a, 1).empty());
+  // p4d with only two of its four EFA NICs matched: ranks on the others get nothing from them.
+  Machine m = fixture("p4d-like");
+  ASSERT_EQ(matchFabricDomains(m, {{"efa-a", m.nics[1].pciBusId}, {"efa-b", m.nics[3].pciBusId}}), 2);
+  NicAssignment p = assignNics(m, defaultLocalities(m, 8));
+  EXPECT_EQ(rankFabricDomains(m, p, 0), (std::vector<std::string>{"efa-a"}));
+}

@@ -3,6 +3,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -134,6 +135,52 @@ std::vector<fi_info*> distinctDomains(fi_info* list) {
   for (fi_info* i = list; i != nullptr; i = i->next) {
     std::string name = i->domain_attr && i->domain_attr->name ? i->domain_attr->name : "";
     if (seen.insert(name).second) out.push_back(i);
+  }
+  return out;
+}
+
+DomainInfo describeDomain(const fi_info* info) {
+  DomainInfo d;
+  if (info->domain_attr && info->domain_attr->name) d.name = info->domain_attr->name;
+  const fid_nic* nic = info->nic;
+  if (nic != nullptr && nic->bus_attr != nullptr && nic->bus_attr->bus_type == FI_BUS_PCI) {
+    const fi_pci_attr& pci = nic->bus_attr->attr.pci;
+    char id[32];
+    std::snprintf(id, sizeof id, "%04x:%02x:%02x.%x", unsigned(pci.domain_id), unsigned(pci.bus_id),
+                  unsigned(pci.device_id), unsigned(pci.function_id));
+    d.pciBusId = id;
+  }
+  return d;
+}
+
+std::vector<DomainInfo> providerDomains(const std::string& optionProvider) {
+  applyProviderDefaults();
+  InfoRequest request;
+  request.provider = chooseProvider(optionProvider);
+  InfoPtr list = getInfo(request);
+  std::vector<DomainInfo> out;
+  for (fi_info* i : distinctDomains(list.get())) out.push_back(describeDomain(i));
+  return out;
+}
+
+std::vector<fi_info*> selectDomains(const std::vector<fi_info*>& domains, const std::vector<std::string>& names,
+                                    const std::string& provider) {
+  std::vector<fi_info*> out;
+  for (const std::string& name : names) {
+    fi_info* found = nullptr;
+    for (fi_info* i : domains) {
+      if (describeDomain(i).name == name) {
+        found = i;
+        break;
+      }
+    }
+    if (found == nullptr) {
+      std::string offered;
+      for (fi_info* i : domains) offered += (offered.empty() ? "" : ", ") + describeDomain(i).name;
+      throw Error(Code::InvalidArgument, "ofi: domain '" + name + "' (CONFLUX_OFI_DOMAINS or the topology) is not "
+                                         "offered by provider '" + provider + "'; it offers: " + offered);
+    }
+    out.push_back(found);
   }
   return out;
 }

@@ -59,4 +59,21 @@ InfoPtr getInfo(const InfoRequest& request);
 /// Distinct domains in an fi_getinfo list, first entry of each, in list order.
 std::vector<fi_info*> distinctDomains(fi_info* list);
 
+/// A domain as the provider lists it: its name and the PCI bus id "dddd:bb:dd.f" of its NIC (empty when
+/// the provider gives no PCI attributes, as tcp does for virtual interfaces).
+struct DomainInfo {
+  std::string name;
+  std::string pciBusId;
+};
+DomainInfo describeDomain(const fi_info* info);
+
+/// Every domain the provider chooseProvider(@p optionProvider) offers for our endpoints, in its order.
+/// Throws like getInfo when the provider offers none.
+std::vector<DomainInfo> providerDomains(const std::string& optionProvider);
+
+/// The entries of @p domains (from distinctDomains) named @p names, in the order of @p names. Throws
+/// Error(InvalidArgument) naming the first missing domain and listing those @p provider offers.
+std::vector<fi_info*> selectDomains(const std::vector<fi_info*>& domains, const std::vector<std::string>& names,
+                                    const std::string& provider);
+
 }  // namespace conflux::ofi

@@ -11,7 +11,6 @@
 namespace conflux::ofi {
 
 class MrCache;
-inline constexpr int kMaxRails = 8;
 
 namespace detail {
 

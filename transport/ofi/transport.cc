@@ -49,6 +49,22 @@ std::vector<uint8_t> packAddresses(const std::vector<std::vector<uint8_t>>& name
 
 int64_t positiveOr(int64_t value, config::Var var) { return value > 0 ? value : config::getInt(var); }
 
+// "a, b,c" -> {"a", "b", "c"}; empty items are dropped.
+std::vector<std::string> splitList(const std::string& text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(pos, end - pos);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) out.push_back(item);
+    pos = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 Transport::Transport() = default;
@@ -67,10 +83,6 @@ std::unique_ptr<Transport> Transport::create(const Options& options, const AllGa
   std::unique_ptr<Transport> t(new Transport());
   t->rank_ = options.rank;
   t->nranks_ = options.nranks;
-  const int rails = int(positiveOr(options.rails, config::Var::OFI_RAILS));
-  if (rails < 1 || rails > kMaxRails) {
-    throw Error(Code::InvalidArgument, "ofi: rails must be 1.." + std::to_string(kMaxRails));
-  }
   const int64_t timeoutMs = options.timeout.count() > 0 ? options.timeout.count()
                                                         : config::getInt(config::Var::TIMEOUT_MS);
   t->timeout_ = std::chrono::milliseconds(timeoutMs);
@@ -80,10 +92,25 @@ std::unique_ptr<Transport> Transport::create(const Options& options, const AllGa
   applyProviderDefaults();
   InfoRequest request;
   request.provider = chooseProvider(options.provider);
-  request.localAddress = options.localAddress.empty() ? config::getString(config::Var::OFI_ADDR)
-                                                      : options.localAddress;
+  const std::vector<std::string> wanted =
+      options.domains.empty() ? splitList(config::getString(config::Var::OFI_DOMAINS)) : options.domains;
+  // Named domains bring their own addresses; otherwise bind where asked.
+  if (wanted.empty()) {
+    request.localAddress = options.localAddress.empty() ? config::getString(config::Var::OFI_ADDR)
+                                                        : options.localAddress;
+  }
   InfoPtr list = getInfo(request);
-  std::vector<fi_info*> domains = distinctDomains(list.get());
+  const std::vector<fi_info*> offered = distinctDomains(list.get());
+  // Without named domains every rail uses the provider's first domain: the others may not reach other
+  // nodes at all (tcp lists "lo" as a domain).
+  const std::vector<fi_info*> domains =
+      wanted.empty() ? std::vector<fi_info*>{offered.front()} : selectDomains(offered, wanted, request.provider);
+  int rails = options.rails > 0 ? options.rails : int(config::getInt(config::Var::OFI_RAILS));
+  if (rails <= 0) rails = int(domains.size());
+  if (rails < 1 || rails > kMaxRails) {
+    throw Error(Code::InvalidArgument, "ofi: rails must be 1.." + std::to_string(kMaxRails) + " (got " +
+                                           std::to_string(rails) + (wanted.empty() ? "" : " from the domains") + ")");
+  }
 
   RailConfig rc;
   rc.rank = options.rank;
@@ -94,7 +121,9 @@ std::unique_ptr<Transport> Transport::create(const Options& options, const AllGa
   std::vector<std::vector<uint8_t>> names;
   for (int r = 0; r < rails; ++r) {
     rc.index = r;
-    t->rails_.push_back(std::make_unique<Rail>(domains[size_t(r) % domains.size()], rc));
+    const fi_info* info = domains[size_t(r) % domains.size()];
+    t->rails_.push_back(std::make_unique<Rail>(info, rc));
+    t->caps_.railDomains.push_back(describeDomain(info).name);
     names.push_back(t->rails_.back()->address());
   }
 

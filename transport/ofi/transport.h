@@ -21,6 +21,9 @@
 
 namespace conflux::ofi {
 
+/// Most endpoints (rails) one rank opens.
+inline constexpr int kMaxRails = 8;
+
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 
@@ -34,7 +37,11 @@ struct Options {
   int nranks = 1;
   std::string provider;            ///< e.g. "efa", "tcp;ofi_rxm"; empty: CONFLUX_OFI_PROVIDER, efa, FI_PROVIDER, tcp;ofi_rxm
   std::string localAddress;        ///< address to bind (tcp-like providers), e.g. "127.0.0.1"; empty: CONFLUX_OFI_ADDR
-  int rails = 0;                   ///< endpoints per rank (0: CONFLUX_OFI_RAILS)
+  /// libfabric domains (NICs) to open, one rail each, in this order; empty: CONFLUX_OFI_DOMAINS, and when
+  /// that is empty too, the provider's first domain (bound to localAddress when set). The communicator
+  /// fills it from the topology: the NICs nearest the rank (core/topology/nic_assignment.h).
+  std::vector<std::string> domains;
+  int rails = 0;                   ///< endpoints per rank (0: CONFLUX_OFI_RAILS; 0 there too: one per domain)
   size_t chunkBytes = 0;           ///< chunk of a large message (0: CONFLUX_OFI_CHUNK_BYTES)
   int inflight = 0;                ///< chunks in flight per peer, direction and rail (0: CONFLUX_OFI_INFLIGHT)
   int spinUs = -1;                 ///< polling before blocking (-1: CONFLUX_OFI_SPIN_US)
@@ -46,6 +53,7 @@ struct Options {
 struct Capabilities {
   std::string provider;            ///< fabric_attr->prov_name, e.g. "tcp;ofi_rxm"
   std::string domain;              ///< domain name of rail 0, e.g. "lo" or "rdmap0s31-rdm"
+  std::vector<std::string> railDomains;  ///< domain of each rail
   uint32_t apiVersion = 0;         ///< FI_VERSION requested and accepted
   bool directedRecv = false;       ///< FI_DIRECTED_RECV: receives filter by source address
   bool rma = false;                ///< FI_RMA (write/read) offered
