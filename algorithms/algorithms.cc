@@ -21,6 +21,7 @@ namespace {
 constexpr std::array<Algo, kNumAlgos> kAllAlgos = {
     Algo::Ring,    Algo::RecHalvingDoubling, Algo::BinomialTree, Algo::DoubleBinaryTree,
     Algo::OneShot, Algo::TwoShot,            Algo::Pairwise,     Algo::Direct,
+    Algo::Hierarchical,
 };
 
 bool supportsCollective(Algo a, Collective c) {
@@ -40,6 +41,8 @@ bool supportsCollective(Algo a, Collective c) {
       return c != C::SendRecv;
     case Algo::Pairwise:
       return c == C::AllToAll;
+    case Algo::Hierarchical:
+      return c == C::AllReduce;
   }
   return false;
 }
@@ -70,6 +73,7 @@ std::string_view algoName(Algo a) {
     case Algo::TwoShot: return "twoshot";
     case Algo::Pairwise: return "pairwise";
     case Algo::Direct: return "direct";
+    case Algo::Hierarchical: return "hier";
   }
   return "unknown";
 }
@@ -107,6 +111,7 @@ Plan buildPlan(Algo a, const PlanParams& p) {
     case Algo::TwoShot: return sched::buildTwoShot(p);
     case Algo::Pairwise: return sched::buildPairwise(p);
     case Algo::Direct: return sched::buildDirect(p);
+    case Algo::Hierarchical: return sched::buildHierarchical(p);
   }
   sched::unsupported(std::string(algoName(a)), p.coll);
 }

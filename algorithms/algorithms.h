@@ -24,10 +24,11 @@ enum class Algo : uint8_t {
   TwoShot,             ///< Direct over staging: reduce-scatter into staging, then all-gather from it.
   Pairwise,            ///< All-to-all in n-1 pairwise exchange rounds.
   Direct,              ///< Load/store on every rank's own buffers (all mapped by every peer): no copies.
+  Hierarchical,        ///< Across nodes: reduce-scatter in the node, per-shard rings between nodes, all-gather.
 };
-inline constexpr int kNumAlgos = 8;
+inline constexpr int kNumAlgos = 9;
 
-/// Short name: "ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise", "direct".
+/// Short name: "ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise", "direct", "hier".
 std::string_view algoName(Algo a);
 
 /// Inverse of algoName (exact, lower-case match); nullopt for an unknown name.

@@ -23,6 +23,10 @@ constexpr std::byte kZeros[kWireAlign] = {};
 // waiting rank blocks on the transport's completion queues instead, this long at a time, so that shared-
 // memory peers and the health checks are still looked at often.
 constexpr auto kNetWait = std::chrono::milliseconds(1);
+// While shared-memory operations of the round are also unfinished: a peer's write rings the shared-memory
+// doorbell, which a rank blocked on the network's wait objects cannot hear, so it looks again this soon
+// (hierarchical plans mix both kinds in every round).
+constexpr auto kMixedNetWait = std::chrono::microseconds(50);
 // Bounce-buffer regions of one round start at multiples of this.
 constexpr uint64_t kBounceAlign = 64;
 
@@ -139,7 +143,8 @@ class RankExecutor {
       if (netPending_ > 0) {
         // Network completions ring no doorbell: block on the transport instead, briefly, so that
         // shared-memory peers of this round are not left waiting long.
-        env_.net->poll(Clock::now() + kNetWait);
+        env_.net->poll(Clock::now() + (shmPending_ ? std::chrono::duration_cast<Clock::duration>(kMixedNetWait)
+                                                   : std::chrono::duration_cast<Clock::duration>(kNetWait)));
       } else {
         world_->sleep(seen, kMaxSleepMs);
       }
@@ -154,6 +159,7 @@ class RankExecutor {
 
   bool progressComm(const Round& round, bool& allDone) {
     bool progressed = false;
+    shmPending_ = false;
     std::fill(sendBusy_.begin(), sendBusy_.end(), 0);
     std::fill(recvBusy_.begin(), recvBusy_.end(), 0);
     if (netPending_ > 0) env_.net->progress();
@@ -186,7 +192,10 @@ class RankExecutor {
         default:
           break;
       }
-      if (!st.complete) allDone = false;
+      if (!st.complete) {
+        allDone = false;
+        shmPending_ = true;
+      }
     }
     return progressed;
   }
@@ -476,6 +485,7 @@ class RankExecutor {
   const bool streamToPeers_;
   size_t round_ = 0;
   int netPending_ = 0;       // inter-node operations of this round not yet complete
+  bool shmPending_ = false;  // shared-memory operations of this round not yet complete (last progressComm)
   bool netFailed_ = false;   // one failed: netError_ names the peer and the operation
   Status netError_;
   int netPeer_ = -1;

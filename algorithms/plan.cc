@@ -143,4 +143,27 @@ Plan PlanBuilder::finish() {
   return out;
 }
 
+bool NodeLayout::uniform() const {
+  if (nodes.empty()) return false;
+  for (const auto& n : nodes) {
+    if (n.size() != nodes.front().size() || n.empty()) return false;
+  }
+  return true;
+}
+
+NodeLayout NodeLayout::fromNodeOf(const std::vector<int>& nodeOfRank) {
+  NodeLayout l;
+  std::vector<int> keys;  // node keys in order of first appearance (so nodes are ordered by lowest rank)
+  for (size_t r = 0; r < nodeOfRank.size(); ++r) {
+    size_t k = 0;
+    while (k < keys.size() && keys[k] != nodeOfRank[r]) ++k;
+    if (k == keys.size()) {
+      keys.push_back(nodeOfRank[r]);
+      l.nodes.emplace_back();
+    }
+    l.nodes[k].push_back(static_cast<int>(r));
+  }
+  return l;
+}
+
 }  // namespace conflux

@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,6 +95,17 @@ struct Round {
   uint32_t numOps = 0;
 };
 
+/// Which ranks share a node, for the hierarchical algorithms: nodes[k] holds node k's global ranks,
+/// ascending, and nodes are ordered by their lowest rank. A rank's local index is its position there.
+struct NodeLayout {
+  std::vector<std::vector<int>> nodes;
+
+  /// Every node has the same number of ranks (and there is at least one).
+  bool uniform() const;
+  /// Builds the layout from each rank's node key (e.g. host identity index), in rank order.
+  static NodeLayout fromNodeOf(const std::vector<int>& nodeOfRank);
+};
+
 /// What an algorithm needs to know to build one rank's plan.
 struct PlanParams {
   Collective coll = Collective::AllReduce;
@@ -106,6 +118,8 @@ struct PlanParams {
   int root = 0;                     ///< Reduce and broadcast.
   uint64_t stagingBytes = 0;        ///< Staging bytes a plan may use per rank (direct algorithms chunk to fit).
   uint64_t chunkBytes = 1u << 20;   ///< Pipelining granularity for message-passing algorithms.
+  /// Ranks per node (hierarchical algorithms); null: all ranks on one node. Shared, never copied per call.
+  std::shared_ptr<const NodeLayout> layout;
 };
 
 /// Byte sizes of the caller's buffers for a collective (recv may be unused on some ranks).

@@ -75,5 +75,8 @@ Plan buildOneShot(const PlanParams& p, const std::string& name);
 Plan buildTwoShot(const PlanParams& p);
 Plan buildPairwise(const PlanParams& p);
 Plan buildDirect(const PlanParams& p);
+Plan buildHierarchical(const PlanParams& p);
+/// Whether p.layout gives the hierarchical algorithms a uniform multi-node layout of p.nranks ranks.
+bool hierarchicalApplies(const PlanParams& p);
 
 }  // namespace conflux::sched

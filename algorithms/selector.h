@@ -18,6 +18,7 @@ struct CommShape {
   int numNodes = 1;
   bool allLocal = true;   ///< Every rank shares memory with every other (direct algorithms possible).
   bool peerBuffers = false;  ///< This call's buffers are mapped by every peer (Algo::Direct possible).
+  int ranksPerNode = 0;      ///< Ranks on every node when all nodes have the same number, else 0.
 };
 
 struct Selection {

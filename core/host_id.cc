@@ -11,19 +11,31 @@
 
 namespace conflux {
 
+namespace {
+std::string bootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string boot;
+  if (in && std::getline(in, boot)) {
+    while (!boot.empty() && (boot.back() == '\n' || boot.back() == ' ')) boot.pop_back();
+  }
+  return boot;
+}
+}  // namespace
+
 std::string hostIdentity() {
   std::string forced = config::getString(config::Var::HOSTID);
   if (!forced.empty()) return forced;
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
   std::string id = host[0] ? host : "unknown-host";
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::string boot;
-  if (in && std::getline(in, boot)) {
-    while (!boot.empty() && (boot.back() == '\n' || boot.back() == ' ')) boot.pop_back();
-    if (!boot.empty()) id += "/" + boot;
-  }
+  const std::string boot = bootId();
+  if (!boot.empty()) id += "/" + boot;
   return id;
+}
+
+std::string machineIdentity() {
+  const std::string boot = bootId();
+  return boot.empty() ? hostIdentity() : boot;
 }
 
 LocalLayout computeLocalLayout(const std::vector<std::string>& hostIdPerRank, int rank) {

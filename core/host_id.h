@@ -12,6 +12,11 @@ namespace conflux {
 /// share a hostname; "<hostname>" alone when /proc/sys/kernel/random/boot_id is unreadable).
 std::string hostIdentity();
 
+/// The kernel this process runs on: /proc/sys/kernel/random/boot_id, whatever CONFLUX_HOSTID says, so that
+/// simulated nodes (namespaces, containers) on one machine are known to share its CPUs. Falls back to
+/// hostIdentity() when the boot id cannot be read.
+std::string machineIdentity();
+
 /// Where a rank sits among the ranks of its node and among the nodes.
 struct LocalLayout {
   int localRank = 0;            ///< index of this rank in localRanks

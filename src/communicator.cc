@@ -24,6 +24,7 @@ namespace {
 // What every rank tells the others at init (pids travel in the shared-memory setup, which needs them).
 struct PeerInfo {
   char hostId[240];
+  char machineId[64];  // the kernel: simulated nodes on one machine share its CPUs
 };
 
 std::vector<uint8_t> toBytes(const PeerInfo& info) {
@@ -35,7 +36,7 @@ std::vector<uint8_t> toBytes(const PeerInfo& info) {
 bool samePlanParams(const PlanParams& a, const PlanParams& b) {
   return a.coll == b.coll && a.nranks == b.nranks && a.rank == b.rank && a.count == b.count &&
          a.eltSize == b.eltSize && a.root == b.root && a.stagingBytes == b.stagingBytes &&
-         a.chunkBytes == b.chunkBytes;
+         a.chunkBytes == b.chunkBytes && a.layout == b.layout;
 }
 
 ExecCall execCallOf(const CallArgs& a) {
@@ -75,15 +76,29 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   PeerInfo mine{};
   std::string host = hostIdentity();
   std::strncpy(mine.hostId, host.c_str(), sizeof mine.hostId - 1);
+  std::strncpy(mine.machineId, machineIdentity().c_str(), sizeof mine.machineId - 1);
   std::vector<uint8_t> all = boot.allGather(toBytes(mine));
   std::vector<std::string> hosts(nranks);
   for (int r = 0; r < nranks; ++r) {
     PeerInfo p;
     std::memcpy(&p, all.data() + r * sizeof(PeerInfo), sizeof p);
     p.hostId[sizeof p.hostId - 1] = '\0';
+    p.machineId[sizeof p.machineId - 1] = '\0';
     hosts[r] = p.hostId;
+    if (std::strncmp(p.machineId, mine.machineId, sizeof p.machineId) == 0) ++ranksOnMachine_;
   }
   LocalLayout layout = computeLocalLayout(hosts, rank);
+  {
+    // Node of every rank, for the hierarchical algorithms (nodes numbered by first appearance).
+    std::vector<std::string> seen;
+    std::vector<int> nodeOf(static_cast<size_t>(nranks));
+    for (int r = 0; r < nranks; ++r) {
+      auto it = std::find(seen.begin(), seen.end(), hosts[r]);
+      nodeOf[static_cast<size_t>(r)] = static_cast<int>(it - seen.begin());
+      if (it == seen.end()) seen.push_back(hosts[r]);
+    }
+    nodeLayout_ = std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(nodeOf));
+  }
   localRank_ = layout.localRank;
   localSize_ = layout.localSize;
   numNodes_ = layout.numNodes;
@@ -150,9 +165,10 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   for (int l = 0; l < localSize_; ++l) env_.localIndex[layout.localRanks[l]] = l;
   env_.timeoutMs = timeoutMs;
   env_.spinCount = static_cast<int>(config::getInt(config::Var::SPIN_COUNT));
-  // More local ranks than cores: a spinning rank steals the core its peer needs, so block almost at once.
+  // More ranks on this machine than cores (local ranks, or simulated nodes sharing the machine): a
+  // spinning rank steals the core a peer needs, so block almost at once.
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cpus > 0 && localSize_ > cpus) {
+  if (cpus > 0 && std::max(localSize_, ranksOnMachine_) > cpus) {
     env_.spinCount = std::min(env_.spinCount, 50);
     env_.yieldCount = static_cast<int>(config::getInt(config::Var::YIELD_COUNT));
   }
@@ -171,6 +187,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   eagerBytes_ = std::min<uint64_t>(eagerWanted > 0 ? static_cast<uint64_t>(eagerWanted) : 0, eagerCapacity());
   planCacheSize_ = static_cast<size_t>(std::max<int64_t>(0, config::getInt(config::Var::PLAN_CACHE)));
   shape_ = CommShape{nranks_, numNodes_, numNodes_ == 1};
+  shape_.ranksPerNode = nodeLayout_->uniform() ? static_cast<int>(nodeLayout_->nodes.front().size()) : 0;
 
   // Every rank passes this barrier and then leaves the store; the process hosting the store waits until
   // all have left, so that its store can go away without stranding a slow rank mid-barrier.
@@ -230,6 +247,7 @@ Status CommunicatorImpl::run(const CallArgs& a) {
   p.root = a.root;
   p.stagingBytes = stagingBytes_;
   p.chunkBytes = chunkBytes_;
+  if (numNodes_ > 1) p.layout = nodeLayout_;
   const BufferSizes sizes = bufferSizes(p);
   ExecBuffers bufs;
   bool peerBuffers = false;

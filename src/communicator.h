@@ -102,6 +102,8 @@ class CommunicatorImpl {
   ExecEnv env_;
   Selector selector_;
   CommShape shape_;
+  std::shared_ptr<const NodeLayout> nodeLayout_;  ///< ranks of each node
+  int ranksOnMachine_ = 0;  ///< ranks (this one included) running on this machine's kernel, any node
 
   std::mutex mutex_;                 // one call at a time
   std::atomic<bool> aborted_{false};

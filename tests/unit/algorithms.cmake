@@ -12,3 +12,8 @@ conflux_add_test(test_simulator_sweep
   LIBS conflux_simulator
   LABELS unit)
 target_compile_options(test_simulator_sweep PRIVATE -O2)
+conflux_add_test(test_simulator_hier
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_simulator_hier.cc
+  LIBS conflux_simulator
+  LABELS unit)
+target_compile_options(test_simulator_hier PRIVATE -O2)

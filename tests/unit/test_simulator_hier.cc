@@ -1,0 +1,145 @@
+// The hierarchical algorithms under the plan simulator, on node layouts: N nodes x L ranks with ranks
+// placed in blocks (node k holds k*L .. k*L+L-1) or round robin (rank r on node r % N), and uneven layouts
+// (which fall back to the flat ring). Every datatype size, op, in and out of place, counts around the
+// segment and block boundaries, small chunks (many pipelined segments) and unchunked.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithms.h"
+#include "algorithms/simulator.h"
+
+namespace conflux {
+namespace {
+
+std::shared_ptr<const NodeLayout> blockLayout(int nodes, int perNode) {
+  std::vector<int> nodeOf;
+  for (int r = 0; r < nodes * perNode; ++r) nodeOf.push_back(r / perNode);
+  return std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(nodeOf));
+}
+
+std::shared_ptr<const NodeLayout> roundRobinLayout(int nodes, int perNode) {
+  std::vector<int> nodeOf;
+  for (int r = 0; r < nodes * perNode; ++r) nodeOf.push_back(r % nodes);
+  return std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(nodeOf));
+}
+
+std::shared_ptr<const NodeLayout> fromNodeOf(std::vector<int> nodeOf) {
+  return std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(nodeOf));
+}
+
+constexpr RedOp kOps[] = {RedOp::Sum, RedOp::Avg, RedOp::Max, RedOp::Min, RedOp::Prod};
+constexpr uint32_t kElts[] = {1, 2, 4, 8};
+
+int runAll(const std::shared_ptr<const NodeLayout>& layout, int nranks, const std::string& what) {
+  int runs = 0, failures = 0;
+  const uint64_t n = static_cast<uint64_t>(nranks);
+  const std::vector<uint64_t> counts = {0, 1, 7, n - 1, n + 1, 2 * n + 3, 1023, 4099};
+  for (uint64_t count : counts) {
+    for (uint32_t elt : kElts) {
+      for (bool inPlace : {false, true}) {
+        for (int chunking = 0; chunking < 3; ++chunking) {
+          SimConfig cfg;
+          PlanParams& p = cfg.params;
+          p.coll = Collective::AllReduce;
+          p.nranks = nranks;
+          p.count = count;
+          p.eltSize = elt;
+          p.layout = layout;
+          // 0: unchunked; 1: a few elements per chunk (many segments); 2: a chunk not dividing anything.
+          p.chunkBytes = chunking == 0 ? 0 : chunking == 1 ? 3 * uint64_t{elt} : 37 * uint64_t{elt} + 1;
+          cfg.op = kOps[(runs + count) % 5];
+          cfg.inPlace = inPlace;
+          cfg.calls = 2;
+          cfg.seed = static_cast<uint64_t>(runs) * 7919 + count;
+          const SimResult r = simulate(cfg, Algo::Hierarchical);
+          ++runs;
+          if (!r.ok && ++failures <= 5) ADD_FAILURE() << what << ": " << describe(cfg) << ": " << r.error;
+        }
+      }
+    }
+  }
+  return runs;
+}
+
+TEST(HierSim, BlockLayouts) {
+  int runs = 0;
+  for (int nodes = 1; nodes <= 5; ++nodes) {
+    for (int perNode = 1; perNode <= 5; ++perNode) {
+      runs += runAll(blockLayout(nodes, perNode), nodes * perNode,
+                     std::to_string(nodes) + "x" + std::to_string(perNode) + " blocks");
+    }
+  }
+  EXPECT_GT(runs, 4000);
+}
+
+TEST(HierSim, RoundRobinLayouts) {
+  for (int nodes = 2; nodes <= 4; ++nodes) {
+    for (int perNode = 2; perNode <= 4; ++perNode) {
+      runAll(roundRobinLayout(nodes, perNode), nodes * perNode,
+             std::to_string(nodes) + "x" + std::to_string(perNode) + " round robin");
+    }
+  }
+}
+
+TEST(HierSim, LargerLayouts) {
+  runAll(blockLayout(8, 2), 16, "8x2");
+  runAll(blockLayout(2, 8), 16, "2x8");
+  runAll(blockLayout(16, 1), 16, "16x1");
+}
+
+TEST(HierSim, UnevenLayoutsFallBackToTheRing) {
+  // 2 + 1, 3 + 1 + 2, 1 + 4: no uniform hierarchy; the plan is the flat ring, still correct.
+  for (const auto& nodeOf : {std::vector<int>{0, 0, 1}, std::vector<int>{0, 0, 0, 1, 2, 2},
+                             std::vector<int>{0, 1, 1, 1, 1}, std::vector<int>{1, 0, 1}}) {
+    auto layout = fromNodeOf(nodeOf);
+    EXPECT_FALSE(layout->uniform());
+    runAll(layout, static_cast<int>(nodeOf.size()), "uneven");
+    PlanParams p;
+    p.nranks = static_cast<int>(nodeOf.size());
+    p.count = 100;
+    p.layout = layout;
+    EXPECT_EQ(buildPlan(Algo::Hierarchical, p).algorithm, "hier(ring)");
+  }
+  PlanParams p;  // no layout at all
+  p.nranks = 3;
+  p.count = 10;
+  EXPECT_EQ(buildPlan(Algo::Hierarchical, p).algorithm, "hier(ring)");
+}
+
+TEST(HierSim, PlansTalkAcrossNodesOnlyBetweenEqualLocalIndices) {
+  auto layout = blockLayout(3, 4);
+  PlanParams p;
+  p.nranks = 12;
+  p.count = 1 << 16;
+  p.chunkBytes = 4096;
+  p.layout = layout;
+  for (int r = 0; r < 12; ++r) {
+    p.rank = r;
+    const Plan plan = buildPlan(Algo::Hierarchical, p);
+    EXPECT_EQ(plan.algorithm, "hier");
+    for (const Op& op : plan.ops) {
+      if (op.kind != OpKind::Send && op.kind != OpKind::Recv && op.kind != OpKind::RecvReduce) continue;
+      EXPECT_NE(op.peer, r);
+      if (op.peer / 4 != r / 4) {
+        EXPECT_EQ(op.peer % 4, r % 4) << "rank " << r << " talks to " << op.peer;
+      }
+    }
+  }
+}
+
+TEST(HierSim, NodeLayoutFromNodeKeys) {
+  NodeLayout l = NodeLayout::fromNodeOf({7, 3, 7, 3, 9});
+  ASSERT_EQ(l.nodes.size(), 3u);
+  EXPECT_EQ(l.nodes[0], (std::vector<int>{0, 2}));
+  EXPECT_EQ(l.nodes[1], (std::vector<int>{1, 3}));
+  EXPECT_EQ(l.nodes[2], (std::vector<int>{4}));
+  EXPECT_FALSE(l.uniform());
+  EXPECT_TRUE(NodeLayout::fromNodeOf({0, 1, 0, 1}).uniform());
+  EXPECT_FALSE(NodeLayout{}.uniform());
+}
+
+}  // namespace
+}  // namespace conflux
