@@ -17,11 +17,13 @@
 //      sums, rather than each block before the all-gather, costs n times the (cheap) divisions but needs no
 //      round without an inter-node step: a Finalize round between reduce-scatter and all-gather would
 //      leave the network idle once per segment.
-// Pipelining: segment s starts D = 2(N-1) rounds after segment s-1, so from round 1 to the drain every
-// round carries an inter-node step (the network never idles between segments) while the intra-node
-// phases and Finalize of neighbouring segments run in the same rounds. Segments touch disjoint bytes, and
-// both ends of every message emit it in the same round and in segment order, so rounds stay conflict-free
-// and messages match in FIFO order.
+// Pipelining: segment s starts one round after segment s-1 (D = 1), so a round carries the inter-node
+// steps of up to 2(N-1) segments in flight next to the intra-node steps and Finalize of others: the
+// network never idles between segments and the ring's latency is paid once per round, not once per
+// segment and step (D = 2(N-1), one segment in the network at a time, measured the same on 2 nodes but
+// costs 2(N-1) latencies per segment, which dominates at hundreds of nodes). Segments touch disjoint
+// bytes, and both ends of every message emit it in the same round and in segment order, so rounds stay
+// conflict-free and messages match in FIFO order.
 //
 // Layouts that are not uniform (e.g. 2 + 1 ranks) or absent fall back to the flat ring schedule, named
 // "hier(ring)", so the plan is correct for every communicator.
@@ -99,7 +101,7 @@ struct Hier {
   void allReduce() {
     const int T = roundsPerSegment();
     const uint64_t S = segments();
-    const uint64_t D = static_cast<uint64_t>(std::max(1, 2 * (N - 1)));
+    const uint64_t D = 1;  // see the pipelining note above
     const uint64_t total = (S - 1) * D + static_cast<uint64_t>(T);
     for (uint64_t g = 0; g < total; ++g) {
       b.nextRound();

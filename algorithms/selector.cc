@@ -1,5 +1,6 @@
 #include "algorithms/selector.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "core/error.h"
@@ -121,17 +122,18 @@ Selection Selector::byDefault(Collective coll, uint64_t bytes, const CommShape& 
         return {Algo::OneShot, shared + ": direct load/store on peers' staging"};
     }
   }
-  switch (coll) {
-    case Collective::AllReduce:
-      return {Algo::Ring, n + " across nodes: ring"};
-    case Collective::Broadcast:
-    case Collective::Reduce:
-      return {Algo::BinomialTree, n + " across nodes: binomial tree"};
-    case Collective::AllToAll:
-      return {Algo::Pairwise, n + " across nodes: pairwise exchange"};
-    default:
-      return {Algo::Ring, n + " across nodes: ring"};
-  }
+  // Across nodes: the cost model's cheapest candidate that applies to this shape.
+  CostShape cs;
+  cs.nranks = shape.nranks;
+  cs.nodes = shape.numNodes;
+  cs.ranksPerNode = std::max(1, shape.ranksPerNode > 0 ? shape.ranksPerNode : shape.maxRanksPerNode);
+  cs.uniform = shape.ranksPerNode > 0;
+  std::vector<CostedAlgo> ranked = rankAlgorithms(coll, bytes, cs, cost_);
+  ranked.erase(std::remove_if(ranked.begin(), ranked.end(), [&](const CostedAlgo& c) { return !shapeAllows(c.algo, shape); }),
+               ranked.end());
+  if (ranked.empty()) return {Algo::Ring, n + " across nodes: ring (no costed candidate)"};
+  return {ranked.front().algo, n + " on " + std::to_string(shape.numNodes) + " nodes, " + human(bytes) +
+                                   ", cost model (" + cost_.source + "): " + describeCandidates(ranked)};
 }
 
 }  // namespace conflux

@@ -14,6 +14,7 @@
 #include "core/host_id.h"
 #include "core/log.h"
 #if CONFLUX_HAVE_OFI
+#include "src/cost_probe.h"
 #include "src/net_rails.h"
 #include "transport/ofi/transport.h"
 #endif
@@ -154,6 +155,9 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
                                                       : "the provider's first domain";
     CFX_INFO(kInit, "rank %d: %d node(s), inter-node messages over ofi provider %s, rail domains %s (%s)", rank_,
              numNodes_, net_->capabilities().provider.c_str(), rails.c_str(), why.c_str());
+    // The cost model, the same on every rank (rank 0's probe or file).
+    selector_.setCostParams(calibrateCostModel(rank_, *nodeLayout_, net_.get(), rails + "@" + o.localAddress,
+                                               chunkBytes_, [&](const std::vector<uint8_t>& v) { return boot.allGather(v); }));
   }
 #endif
 
@@ -188,6 +192,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   planCacheSize_ = static_cast<size_t>(std::max<int64_t>(0, config::getInt(config::Var::PLAN_CACHE)));
   shape_ = CommShape{nranks_, numNodes_, numNodes_ == 1};
   shape_.ranksPerNode = nodeLayout_->uniform() ? static_cast<int>(nodeLayout_->nodes.front().size()) : 0;
+  for (const auto& node : nodeLayout_->nodes) shape_.maxRanksPerNode = std::max(shape_.maxRanksPerNode, static_cast<int>(node.size()));
 
   // Every rank passes this barrier and then leaves the store; the process hosting the store waits until
   // all have left, so that its store can go away without stranding a slow rank mid-barrier.

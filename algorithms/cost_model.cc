@@ -1,0 +1,251 @@
+// Cost formulas per algorithm; the derivations are in docs/cost-model.md. Notation: S bytes, n ranks,
+// N nodes, L ranks per node (ranks of a node are assumed contiguous, as launchers place them), c the
+// chunk. A transfer of b bytes costs alpha + b * share / bandwidth of its link class, where share is how
+// many ranks of the node drive the same NIC at that moment (k ranks over R NICs: k / min(k, R)).
+#include "algorithms/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace conflux {
+namespace {
+
+struct Model {
+  const CostShape& sh;
+  const CostParams& p;
+  double S;
+
+  bool multiNode() const { return sh.nodes > 1; }
+  /// Per-NIC bandwidth multiplier of a rank's transfer when k ranks of its node cross at once: with at
+  /// least one NIC per rank, a rank stripes over its own R/L NICs (share L/R); with fewer, the k active
+  /// ranks spread over the R NICs (share ceil(k/R)).
+  double share(int k) const {
+    const int R = std::max(1, p.nicsPerNode), L = std::max(1, sh.ranksPerNode);
+    if (R >= L) return double(L) / R;
+    return std::ceil(double(std::max(1, k)) / R);
+  }
+  double chunk() const { return double(std::max<uint64_t>(1, p.chunkBytes)); }
+  /// One step moving b bytes per rank, in pieces of at most a chunk (one alpha each).
+  double xfer(const LinkCost& l, double b, double share) const {
+    const double pieces = std::max(1.0, std::ceil(b / chunk()));
+    return pieces * l.alpha + b * share / l.bandwidth;
+  }
+  double intra(double b) const { return xfer(p.intra, b, 1.0); }
+  double inter(double b, int k) const { return xfer(p.inter, b, share(k)); }
+  double reduce(double b) const { return p.fusedReduce ? 0.0 : b / p.reduceRate; }
+  /// A step where some pairs are inside a node and (with several nodes) `k` ranks per node cross.
+  double mixed(double b, int k) const { return multiNode() ? std::max(intra(b), inter(b, k)) : intra(b); }
+
+  // ---- ring (ring.cc): the ring crosses between nodes once per node and direction
+  double ringAllReduce() const {
+    const int n = sh.nranks;
+    const double b = S / n;
+    return 2.0 * (n - 1) * mixed(b, 1) + (n - 1) * reduce(b);
+  }
+  double ringReduceScatter() const { return (sh.nranks - 1) * (mixed(S / sh.nranks, 1) + reduce(S / sh.nranks)); }
+  double ringAllGather() const { return (sh.nranks - 1) * mixed(S / sh.nranks, 1); }
+  double ringBroadcast() const {
+    const double c = std::min(S, chunk());
+    const double chunks = std::max(1.0, std::ceil(S / chunk()));
+    return (chunks + sh.nranks - 2) * mixed(c, 1);
+  }
+  double ringReduce() const {
+    const int n = sh.nranks;
+    const double gather = multiNode() ? std::max(intra(S * (sh.ranksPerNode - 1) / n), inter(S * (sh.nodes - 1) / sh.nodes, 1))
+                                      : intra(S * (n - 1) / n);
+    return ringReduceScatter() + gather;
+  }
+
+  // ---- recursive halving/doubling (rec_halving_doubling.cc): halving from distance P/2 down to 1
+  /// Time of the halving (or doubling) steps; distance-m exchanges cross nodes when m >= L, all local
+  /// ranks at once.
+  double rhdSteps(bool reducing) const {
+    int P = 1;
+    while (P * 2 <= sh.nranks) P *= 2;
+    double t = 0;
+    for (int m = P / 2; m >= 1; m /= 2) {
+      const double b = S * m / P;
+      const bool crosses = multiNode() && m >= sh.ranksPerNode;
+      t += crosses ? inter(b, sh.ranksPerNode) : intra(b);
+      if (reducing) t += reduce(b);
+    }
+    return t;
+  }
+  double rhdFold() const {
+    int P = 1;
+    while (P * 2 <= sh.nranks) P *= 2;
+    return P == sh.nranks ? 0.0 : intra(S);  // pairs r, r+1 are neighbours: usually one node
+  }
+  double rhdAllReduce() const { return 2 * rhdFold() + reduce(rhdFold() > 0 ? S : 0) + rhdSteps(true) + rhdSteps(false); }
+  double rhdReduceScatter() const { return rhdFold() + rhdSteps(true); }
+  double rhdAllGather() const { return rhdFold() + rhdSteps(false); }
+
+  // ---- binomial tree (tree.cc), pipelined: in a round the root feeds up to ceil(log2 n) children
+  int depth() const { return int(std::ceil(std::log2(std::max(1, sh.nranks)))); }
+  double treeRound(double c) const {
+    const int d = depth();
+    const int local = std::min(d, int(std::ceil(std::log2(std::max(1, sh.ranksPerNode)))));
+    const double in = local > 0 ? p.intra.alpha + c * local / p.intra.bandwidth : 0;
+    const double out = multiNode() ? p.inter.alpha + c * (d - local) * share(1) / p.inter.bandwidth : 0;
+    return std::max({in, out, p.intra.alpha});
+  }
+  double treeBroadcast() const {
+    const double c = std::min(S, chunk());
+    const double chunks = std::max(1.0, std::ceil(S / chunk()));
+    return (chunks + depth() - 1) * treeRound(c);
+  }
+  double treeReduce() const {
+    const double c = std::min(S, chunk());
+    const double chunks = std::max(1.0, std::ceil(S / chunk()));
+    return (chunks + depth() - 1) * (treeRound(c) + depth() * reduce(c));
+  }
+  double treeAllReduce() const { return treeReduce() + treeBroadcast(); }
+
+  // ---- double binary tree (double_binary_tree.cc): each tree carries half; a rank is inner in one tree
+  double dbtreeAllReduce() const {
+    const double half = S / 2;
+    const double c = std::min(half, chunk());
+    const double chunks = std::max(1.0, std::ceil(half / chunk()));
+    // Per round a rank exchanges about two chunks (one per tree) with parent and children.
+    const double round = multiNode() ? std::max(p.intra.alpha + 2 * c / p.intra.bandwidth, inter(2 * c, 1))
+                                     : p.intra.alpha + 2 * c / p.intra.bandwidth;
+    return 2 * (chunks + 2 * depth()) * round + reduce(S);
+  }
+  double dbtreeRooted() const { return dbtreeAllReduce() / 2; }
+
+  // ---- hierarchical (hierarchical.cc): segments of L chunks, each starting one round after the previous
+  // one, so a round carries the inter-node steps of up to 2(N-1) segments in flight and the intra-node
+  // steps of others. Every round costs a latency; the bytes flow at the slower of the two link classes.
+  double hierAllReduce() const {
+    const int N = sh.nodes, L = sh.ranksPerNode;
+    const double segments = std::max(1.0, std::ceil(S / (chunk() * L)));
+    const double rounds = segments + 2.0 * (L - 1) + 2.0 * (N - 1);
+    const double netBytes = 2.0 * (N - 1) / N * S / L;  // per rank, over its rail(s)
+    const double intraBytes = L > 1 ? 2.0 * (L - 1) / L * S : 0;
+    const double reduceBytes = (L - 1.0) / L * S + (N - 1.0) / N * S / L;
+    const double alpha = std::max(p.inter.alpha, L > 1 ? p.intra.alpha : 0.0);
+    return rounds * alpha + std::max(netBytes * share(L) / p.inter.bandwidth, intraBytes / p.intra.bandwidth) +
+           reduce(reduceBytes);
+  }
+
+  // ---- pairwise all-to-all (pairwise.cc)
+  double pairwise() const { return (sh.nranks - 1) * mixed(S / sh.nranks, sh.ranksPerNode); }
+};
+
+}  // namespace
+
+double predictSeconds(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params) {
+  if (shape.nranks < 1 || !algoSupports(a, c, shape.nranks)) return -1;
+  if (shape.nranks == 1) return params.intra.alpha;
+  const Model m{shape, params, double(bytes)};
+  using C = Collective;
+  switch (a) {
+    case Algo::Ring:
+      switch (c) {
+        case C::AllReduce: return m.ringAllReduce();
+        case C::ReduceScatter: return m.ringReduceScatter();
+        case C::AllGather: return m.ringAllGather();
+        case C::Broadcast: return m.ringBroadcast();
+        case C::Reduce: return m.ringReduce();
+        default: return -1;
+      }
+    case Algo::RecHalvingDoubling:
+      switch (c) {
+        case C::AllReduce: return m.rhdAllReduce();
+        case C::ReduceScatter: return m.rhdReduceScatter();
+        case C::AllGather: return m.rhdAllGather();
+        default: return -1;
+      }
+    case Algo::BinomialTree:
+      switch (c) {
+        case C::AllReduce: return m.treeAllReduce();
+        case C::Broadcast: return m.treeBroadcast();
+        case C::Reduce: return m.treeReduce();
+        default: return -1;
+      }
+    case Algo::DoubleBinaryTree:
+      switch (c) {
+        case C::AllReduce: return m.dbtreeAllReduce();
+        case C::Broadcast:
+        case C::Reduce: return m.dbtreeRooted();
+        default: return -1;
+      }
+    case Algo::Hierarchical:
+      if (c != C::AllReduce || shape.nodes < 2 || !shape.uniform) return -1;
+      return m.hierAllReduce();
+    case Algo::Pairwise:
+      return c == C::AllToAll ? m.pairwise() : -1;
+    case Algo::OneShot:
+    case Algo::TwoShot:
+    case Algo::Direct:
+      return -1;  // one node only: chosen by measured rules (selector.cc)
+  }
+  return -1;
+}
+
+std::vector<CostedAlgo> rankAlgorithms(Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params) {
+  std::vector<CostedAlgo> out;
+  for (Algo a : algosFor(c)) {
+    const double t = predictSeconds(a, c, bytes, shape, params);
+    if (t >= 0) out.push_back({a, t});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const CostedAlgo& x, const CostedAlgo& y) { return x.seconds < y.seconds; });
+  return out;
+}
+
+std::string describeCandidates(const std::vector<CostedAlgo>& ranked, size_t limit) {
+  std::string s;
+  for (size_t i = 0; i < ranked.size() && i < limit; ++i) {
+    char buf[64];
+    const double t = ranked[i].seconds;
+    if (t < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", t * 1e6);
+    else if (t < 1) std::snprintf(buf, sizeof buf, "%.2f ms", t * 1e3);
+    else std::snprintf(buf, sizeof buf, "%.2f s", t);
+    s += (i ? " < " : "") + std::string(algoName(ranked[i].algo)) + " " + buf;
+  }
+  return s;
+}
+
+void loadCostFile(const std::string& path, CostParams& params) {
+  std::ifstream in(path);
+  if (!in) throw Error(Code::InvalidArgument, "CONFLUX_COST_FILE: cannot read '" + path + "'");
+  std::string line;
+  int lineNo = 0;
+  while (std::getline(in, line)) {
+    ++lineNo;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::istringstream words(line);
+    std::string item;
+    if (!(words >> item)) continue;
+    auto bad = [&](const std::string& why) {
+      throw Error(Code::InvalidArgument, "CONFLUX_COST_FILE " + path + ":" + std::to_string(lineNo) + ": " + why);
+    };
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) bad("expected key=value, got '" + item + "'");
+    const std::string key = item.substr(0, eq);
+    double v = 0;
+    try {
+      size_t used = 0;
+      v = std::stod(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1) throw std::invalid_argument(key);
+    } catch (const std::exception&) {
+      bad("'" + key + "' needs a number");
+    }
+    if (!(v > 0)) bad("'" + key + "' must be > 0");
+    if (key == "intra_alpha_us") params.intra.alpha = v * 1e-6;
+    else if (key == "intra_gbytes_per_s") params.intra.bandwidth = v * 1e9;
+    else if (key == "inter_alpha_us") params.inter.alpha = v * 1e-6;
+    else if (key == "inter_gbytes_per_s") params.inter.bandwidth = v * 1e9;
+    else if (key == "reduce_gbytes_per_s") params.reduceRate = v * 1e9;
+    else if (key == "nics_per_node") params.nicsPerNode = int(v);
+    else bad("unknown key '" + key + "'");
+  }
+  params.source = path;
+}
+
+}  // namespace conflux

@@ -1,0 +1,71 @@
+// The cost model: predicted time of each algorithm's schedule from alpha-beta-gamma parameters per link
+// class (inside a node: shared memory or NVLink; between nodes: the network), so that the selector can
+// pick the cheapest plan and explain why, and so that scale projections can run on topology fixtures.
+//
+// A link class has a latency alpha (seconds per message step) and a bandwidth (bytes per second per
+// rank, one direction); the network's bandwidth is per NIC, shared by the local ranks that drive it at
+// the same time. gamma is the reduction rate (bytes reduced per second per rank). Each algorithm's time
+// is the sum of its steps, a step lasting as long as its slowest transfer; docs/cost-model.md derives
+// each formula from the schedule in the algorithm's file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithms.h"
+#include "core/types.h"
+
+namespace conflux {
+
+/// One link class.
+struct LinkCost {
+  double alpha = 0;        ///< seconds per message step (latency, software overhead included)
+  double bandwidth = 0;    ///< bytes per second, one direction (per rank inside a node, per NIC between)
+
+  double time(double bytes, double share = 1) const { return alpha + bytes * share / bandwidth; }
+};
+
+/// Parameters of the model. Defaults: this project's 2-core VM (docs/cost-model.md, calibration).
+struct CostParams {
+  LinkCost intra{3e-6, 5e9};   ///< shared memory between two ranks of a node
+  LinkCost inter{50e-6, 2e9};  ///< one NIC between nodes
+  double reduceRate = 8e9;     ///< bytes per second one rank reduces (two inputs into one output)
+  bool fusedReduce = false;    ///< reductions overlap the transfers (GPU kernels reduce as they copy): free
+  int nicsPerNode = 1;         ///< NICs a node's ranks drive (rails); min(L, this) run in parallel
+  uint64_t chunkBytes = 1 << 20;  ///< pipelining chunk of the message-passing plans
+  std::string source = "defaults";  ///< where the numbers came from ("probe", a file, "defaults")
+};
+
+/// The communicator shape the model needs.
+struct CostShape {
+  int nranks = 1;
+  int nodes = 1;
+  int ranksPerNode = 1;    ///< the largest node's rank count (uniform layouts: every node's)
+  bool uniform = true;     ///< every node has ranksPerNode ranks
+};
+
+/// Predicted seconds of `a` for collective `c` moving `bytes` (the larger of the send and receive
+/// buffers, as the selector sees calls). Negative when the model has no formula for the pair (the
+/// algorithm is then not a candidate).
+double predictSeconds(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params);
+
+/// One candidate of a selection, with its predicted time.
+struct CostedAlgo {
+  Algo algo;
+  double seconds;
+};
+
+/// The algorithms the model can cost for `c` on this shape (staging and peer-buffer algorithms need one
+/// node and are not costed here), cheapest first.
+std::vector<CostedAlgo> rankAlgorithms(Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params);
+
+/// "hier 8.1 ms < ring 12.3 ms < rhd 14.0 ms" (at most `limit` entries).
+std::string describeCandidates(const std::vector<CostedAlgo>& ranked, size_t limit = 4);
+
+/// Parses "key=value" lines (intra_alpha_us, intra_gbytes_per_s, inter_alpha_us, inter_gbytes_per_s,
+/// reduce_gbytes_per_s, nics_per_node; '#' comments) into `params`. Throws Error(InvalidArgument) naming
+/// the file, the line and the key on a bad line. Bandwidths are in GB/s (1e9 bytes per second).
+void loadCostFile(const std::string& path, CostParams& params);
+
+}  // namespace conflux

@@ -1,0 +1,190 @@
+#include "src/cost_probe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "kernels/cpu/reduce.h"
+#include "transport/ofi/transport.h"
+
+namespace conflux {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What rank 0 shares: its parameters as numbers (the model's inputs) and whether they are final.
+struct Shared {
+  double intraAlpha, intraBw, interAlpha, interBw, reduceRate;
+  int32_t nicsPerNode;
+  int32_t needProbe;  // 1: rank 0 has nothing cached; the probe pair measures now
+  char source[48];
+};
+
+Shared pack(const CostParams& p, bool needProbe) {
+  Shared s{};
+  s.intraAlpha = p.intra.alpha;
+  s.intraBw = p.intra.bandwidth;
+  s.interAlpha = p.inter.alpha;
+  s.interBw = p.inter.bandwidth;
+  s.reduceRate = p.reduceRate;
+  s.nicsPerNode = p.nicsPerNode;
+  s.needProbe = needProbe ? 1 : 0;
+  std::strncpy(s.source, p.source.c_str(), sizeof s.source - 1);
+  return s;
+}
+
+CostParams unpack(const Shared& s, uint64_t chunkBytes) {
+  CostParams p;
+  p.intra = {s.intraAlpha, s.intraBw};
+  p.inter = {s.interAlpha, s.interBw};
+  p.reduceRate = s.reduceRate;
+  p.nicsPerNode = s.nicsPerNode;
+  p.chunkBytes = chunkBytes;
+  p.source = std::string(s.source, strnlen(s.source, sizeof s.source));
+  return p;
+}
+
+/// Rank 0's blob out of an all-gather of `mine`.
+template <class T>
+T fromRank0(const ProbeAllGather& allGather, const T& mine) {
+  std::vector<uint8_t> v(sizeof(T));
+  std::memcpy(v.data(), &mine, sizeof(T));
+  const std::vector<uint8_t> all = allGather(v);
+  T out;
+  std::memcpy(&out, all.data(), sizeof(T));
+  return out;
+}
+
+// Probe messages use call sequence 0, which no collective uses (calls count from 1) and whose messages
+// are all consumed before the first call.
+uint64_t probeTag(uint32_t i) { return ofi::makeUserTag(i, 0); }
+
+void check(const Status& s, const char* what) {
+  if (!s) throw Error(s.code(), std::string("cost probe (") + what + "): " + s.message());
+}
+
+/// The pair's half: 8-byte round trips, then windows of large messages from `peer`'s side, acked.
+/// Returns {alpha seconds, bytes per second} on the measuring side (rank 0), zeros on the other.
+std::pair<double, double> pingPong(ofi::Transport& t, int peer, bool measurer) {
+  constexpr int kRoundTrips = 20, kWarm = 3, kWindow = 4, kWindows = 2;
+  constexpr size_t kMessage = size_t(2) << 20;
+  std::vector<uint8_t> small(8), big(kMessage * kWindow);
+  uint32_t tag = 0;
+  Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < kWarm + kRoundTrips; ++i) {
+    if (i == kWarm) t0 = Clock::now();
+    ofi::Request a = measurer ? t.isend(peer, probeTag(tag), small.data(), 8) : t.irecv(peer, probeTag(tag), small.data(), 8);
+    check(t.wait(a), "latency");
+    ++tag;
+    ofi::Request b = measurer ? t.irecv(peer, probeTag(tag), small.data(), 8) : t.isend(peer, probeTag(tag), small.data(), 8);
+    check(t.wait(b), "latency");
+    ++tag;
+  }
+  const double alpha = std::chrono::duration<double>(Clock::now() - t0).count() / kRoundTrips / 2;
+  double best = 0;
+  for (int w = 0; w < kWindows; ++w) {
+    std::vector<ofi::Request> reqs;
+    const Clock::time_point start = Clock::now();
+    for (int m = 0; m < kWindow; ++m) {
+      uint8_t* buf = big.data() + size_t(m) * kMessage;
+      reqs.push_back(measurer ? t.isend(peer, probeTag(tag), buf, kMessage) : t.irecv(peer, probeTag(tag), buf, kMessage));
+      ++tag;
+    }
+    check(t.wait(reqs), "bandwidth");
+    ofi::Request ack = measurer ? t.irecv(peer, probeTag(tag), small.data(), 1) : t.isend(peer, probeTag(tag), small.data(), 1);
+    check(t.wait(ack), "bandwidth ack");
+    ++tag;
+    const double secs = std::chrono::duration<double>(Clock::now() - start).count() - 2 * alpha;
+    if (secs > 0) best = std::max(best, double(kMessage) * kWindow / secs);
+  }
+  return {alpha, best};
+}
+
+/// Rank 0's local numbers: copy bandwidth (two copies per shared-memory transfer) and reduction rate.
+void measureLocal(CostParams& p) {
+  constexpr size_t kBytes = size_t(4) << 20;
+  std::vector<float> a(kBytes / 4, 1.0f), b(kBytes / 4, 2.0f), c(kBytes / 4);
+  double copyBest = 0, reduceBest = 0;
+  const cpu::ReduceFn sum = cpu::reduceFunction(DataType::Float32, RedOp::Sum);
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = Clock::now();
+    cpu::copy(c.data(), a.data(), kBytes);
+    const double copySecs = std::chrono::duration<double>(Clock::now() - t0).count();
+    const void* srcs[2] = {a.data(), b.data()};
+    t0 = Clock::now();
+    sum(c.data(), srcs, 2, a.size());
+    const double reduceSecs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (copySecs > 0) copyBest = std::max(copyBest, kBytes / copySecs);
+    if (reduceSecs > 0) reduceBest = std::max(reduceBest, kBytes / reduceSecs);
+  }
+  if (copyBest > 0) p.intra.bandwidth = copyBest / 2;
+  if (reduceBest > 0) p.reduceRate = reduceBest;
+}
+
+std::mutex gCacheMutex;
+std::map<std::string, CostParams> gCache;  // probed parameters by node pair (host ids) and job
+
+}  // namespace
+
+CostParams calibrateCostModel(int rank, const NodeLayout& layout, ofi::Transport* net, const std::string& railKey,
+                              uint64_t chunkBytes, const ProbeAllGather& allGather) {
+  // NICs per node: distinct endpoint identities among a node's ranks.
+  char key[128] = {};
+  std::strncpy(key, railKey.c_str(), sizeof key - 1);
+  std::vector<uint8_t> mine(key, key + sizeof key);
+  const std::vector<uint8_t> keys = allGather(mine);
+  int nics = 1;
+  for (const auto& node : layout.nodes) {
+    std::set<std::string> distinct;
+    for (int r : node) distinct.insert(std::string(reinterpret_cast<const char*>(keys.data() + size_t(r) * sizeof key)));
+    nics = std::max(nics, int(distinct.size()));
+  }
+
+  CostParams params;
+  params.chunkBytes = chunkBytes;
+  params.nicsPerNode = nics;
+  const std::string file = config::getString(config::Var::COST_FILE);
+  const bool probe = config::getBool(config::Var::COST_PROBE) && net != nullptr && layout.nodes.size() > 1;
+  const int peer = layout.nodes.size() > 1 ? layout.nodes[1].front() : -1;
+  const std::string cacheKey = config::getString(config::Var::JOB_ID) + "|" + std::to_string(layout.nodes.size()) +
+                               "|" + std::to_string(nics) + "|" + railKey;
+  bool needProbe = false;
+  if (rank == 0) {
+    if (!file.empty()) {
+      loadCostFile(file, params);  // errors name the file and the line
+      if (params.nicsPerNode <= 0) params.nicsPerNode = nics;
+    } else if (probe) {
+      std::lock_guard<std::mutex> lock(gCacheMutex);
+      auto it = gCache.find(cacheKey);
+      if (it != gCache.end()) params = it->second;
+      else needProbe = true;
+    }
+  }
+  Shared first = fromRank0(allGather, pack(params, needProbe));
+  if (!first.needProbe) return unpack(first, chunkBytes);
+
+  if (rank == 0 || rank == peer) {
+    const auto [alpha, bandwidth] = pingPong(*net, rank == 0 ? peer : 0, rank == 0);
+    if (rank == 0) {
+      params.inter.alpha = alpha;
+      if (bandwidth > 0) params.inter.bandwidth = bandwidth;
+      measureLocal(params);
+      params.source = "probe";
+      std::lock_guard<std::mutex> lock(gCacheMutex);
+      gCache[cacheKey] = params;
+      CFX_INFO(kTuning, "cost model probe: network alpha %.1f us, %.2f GB/s per NIC (%d per node); copy %.2f GB/s, "
+               "reduce %.2f GB/s", alpha * 1e6, params.inter.bandwidth / 1e9, nics, params.intra.bandwidth / 1e9,
+               params.reduceRate / 1e9);
+    }
+  }
+  return unpack(fromRank0(allGather, pack(params, false)), chunkBytes);
+}
+
+}  // namespace conflux

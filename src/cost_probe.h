@@ -1,0 +1,32 @@
+// Calibration of the cost model for a communicator spanning nodes (algorithms/cost_model.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "algorithms/cost_model.h"
+#include "algorithms/plan.h"
+
+namespace conflux {
+namespace ofi {
+class Transport;
+}
+
+/// All-gather of equal-sized blobs (concatenated in rank order).
+using ProbeAllGather = std::function<std::vector<uint8_t>(const std::vector<uint8_t>&)>;
+
+/// The cost model's parameters, the same on every rank (collective: every rank calls it in the same
+/// order). In order of precedence:
+///   - CONFLUX_COST_FILE: read by rank 0 (key=value lines, see loadCostFile);
+///   - CONFLUX_COST_PROBE=1 (default): measured once per process and pair of nodes. Rank 0 and the first
+///     rank of node 1 ping-pong over @p net: 8-byte round trips give the network's alpha, windows of
+///     2 MiB messages (8 MiB, the better of two) its bandwidth; rank 0 times a memory copy and a reduction
+///     for the intra-node bandwidth and gamma. About 60 ms on a 2 Gbit/s link, a few ms on a fast one.
+///   - otherwise the defaults of CostParams.
+/// NICs per node is the most distinct endpoint identities (@p railKey: bound address and domains) among
+/// the ranks of one node. Rank 0's numbers are given to every rank, so all select alike.
+CostParams calibrateCostModel(int rank, const NodeLayout& layout, ofi::Transport* net, const std::string& railKey,
+                              uint64_t chunkBytes, const ProbeAllGather& allGather);
+
+}  // namespace conflux

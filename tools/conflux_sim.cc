@@ -1,0 +1,169 @@
+// conflux-sim: scale projections from the cost model (algorithms/cost_model.h) on topology fixtures.
+//
+//   conflux-sim project --topo FILE.json [--nodes 1,2,4,...] [--bytes 1G] [--markdown]
+//                       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]
+//
+// One rank per GPU (or, without GPUs, per NUMA node). The network: every rail NIC of the topology
+// (core/topology/nic_assignment.h) at its link speed, derated by kNicEfficiency, alpha --inter-alpha-us.
+// Inside the node: per-GPU NVLink bandwidth from the GPU model (table below; --intra-gbytes overrides),
+// or the defaults of CostParams without GPUs. For each node count it prints each algorithm's predicted
+// all-reduce time and bus bandwidth (busbw = bytes / time * 2(n-1)/n, nccl-tests' definition) and the one
+// the selector would pick. docs/projections.md compares the output with published NCCL figures.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "algorithms/cost_model.h"
+#include "core/error.h"
+#include "core/topology/nic_assignment.h"
+#include "core/topology/topology_json.h"
+
+namespace {
+
+using namespace conflux;
+
+// Fraction of a NIC's line rate a transport moves in practice (EFA ~ 90% of line rate in published runs).
+constexpr double kNicEfficiency = 0.9;
+
+struct GpuLink {
+  const char* match;     // substring of the GPU name
+  double nvlinkGBytes;   // per GPU, one direction
+  double reduceGBytes;   // bytes of input reduced per second (HBM-bound kernel: read two, write one)
+};
+// NVLink per GPU per direction: A100 12 links x 25 GB/s, H100/H200 18 x 25 GB/s. Reduction: a third of
+// HBM bandwidth (1.6 TB/s A100-40GB, 3.35 TB/s H100 SXM, 4.8 TB/s H200) per input byte, roughly.
+constexpr GpuLink kGpus[] = {
+    {"A100", 300, 530},
+    {"H100", 450, 1100},
+    {"H200", 450, 1600},
+};
+
+[[noreturn]] void usage() {
+  std::fprintf(stderr,
+               "usage: conflux-sim project --topo FILE.json [--nodes 1,2,4] [--bytes 1G] [--markdown]\n"
+               "       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]\n");
+  std::exit(2);
+}
+
+uint64_t parseBytes(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  std::string unit = end ? end : "";
+  if (unit == "K") v *= 1024;
+  else if (unit == "M") v *= 1024.0 * 1024;
+  else if (unit == "G") v *= 1024.0 * 1024 * 1024;
+  else if (!unit.empty()) usage();
+  if (!(v > 0)) usage();
+  return uint64_t(v);
+}
+
+std::vector<int> parseList(const std::string& s) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    const int v = std::atoi(s.substr(pos, comma - pos).c_str());
+    if (v < 1) usage();
+    out.push_back(v);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "project") != 0) usage();
+  std::string topoFile;
+  std::vector<int> nodeCounts = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+  uint64_t bytes = uint64_t(1) << 30;
+  bool markdown = false;
+  double intraGBytes = 0, intraAlphaUs = 3, interAlphaUs = 20, reduceGBytes = 0;
+  for (int i = 2; i < argc; ++i) {
+    const std::string k = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage();
+      return argv[++i];
+    };
+    if (k == "--topo") topoFile = value();
+    else if (k == "--nodes") nodeCounts = parseList(value());
+    else if (k == "--bytes") bytes = parseBytes(value());
+    else if (k == "--markdown") markdown = true;
+    else if (k == "--intra-gbytes") intraGBytes = std::atof(value().c_str());
+    else if (k == "--intra-alpha-us") intraAlphaUs = std::atof(value().c_str());
+    else if (k == "--inter-alpha-us") interAlphaUs = std::atof(value().c_str());
+    else if (k == "--reduce-gbytes") reduceGBytes = std::atof(value().c_str());
+    else usage();
+  }
+  if (topoFile.empty()) usage();
+  try {
+    const topo::Machine m = topo::loadFile(topoFile);
+    const std::vector<int> rails = topo::railNics(m);
+    CostParams p;
+    p.source = "conflux-sim";
+    p.chunkBytes = 4 << 20;
+    p.nicsPerNode = std::max<int>(1, int(rails.size()));
+    double nicGbps = 0;
+    for (int r : rails) nicGbps = std::max(nicGbps, m.nics[size_t(r)].speedGbps);
+    if (nicGbps <= 0) nicGbps = 100;
+    p.inter = {interAlphaUs * 1e-6, nicGbps / 8 * 1e9 * kNicEfficiency};
+    p.intra.alpha = intraAlphaUs * 1e-6;
+    int ranksPerNode = int(m.gpus.size());
+    std::string intraWhat = "defaults (shared memory)";
+    if (ranksPerNode > 0) {
+      for (const GpuLink& g : kGpus) {
+        if (m.gpus[0].name.find(g.match) != std::string::npos) {
+          p.intra.bandwidth = g.nvlinkGBytes * 1e9;
+          p.reduceRate = g.reduceGBytes * 1e9;
+          p.fusedReduce = true;  // the reduction kernels read, reduce and write in one pass over HBM
+          intraWhat = std::string("NVLink of ") + g.match;
+        }
+      }
+    } else {
+      ranksPerNode = std::max<int>(1, int(m.numa.size()));
+    }
+    if (intraGBytes > 0) p.intra.bandwidth = intraGBytes * 1e9;
+    if (reduceGBytes > 0) p.reduceRate = reduceGBytes * 1e9;
+
+    std::printf("%s# %s: %d ranks per node; %d rail NICs x %.0f Gbit/s (x%.2f), alpha %.0f us; intra %s %.0f GB/s, "
+                "alpha %.0f us; reduce %.0f GB/s; %llu bytes\n",
+                markdown ? "" : "", topoFile.c_str(), ranksPerNode, p.nicsPerNode, nicGbps, kNicEfficiency, interAlphaUs,
+                intraWhat.c_str(), p.intra.bandwidth / 1e9, intraAlphaUs, p.reduceRate / 1e9, (unsigned long long)bytes);
+    const std::vector<Algo> algos = {Algo::Ring, Algo::RecHalvingDoubling, Algo::BinomialTree, Algo::DoubleBinaryTree,
+                                     Algo::Hierarchical};
+    if (markdown) {
+      std::printf("\n| nodes | ranks |");
+      for (Algo a : algos) std::printf(" %s |", std::string(algoName(a)).c_str());
+      std::printf(" choice |\n|---|---|");
+      for (size_t i = 0; i < algos.size(); ++i) std::printf("---|");
+      std::printf("---|\n");
+    } else {
+      std::printf("%6s %6s", "nodes", "ranks");
+      for (Algo a : algos) std::printf(" %10s", std::string(algoName(a)).c_str());
+      std::printf("  choice   (busbw GB/s)\n");
+    }
+    for (int nodes : nodeCounts) {
+      CostShape sh;
+      sh.nodes = nodes;
+      sh.ranksPerNode = ranksPerNode;
+      sh.nranks = nodes * ranksPerNode;
+      const double factor = sh.nranks > 1 ? 2.0 * (sh.nranks - 1) / sh.nranks : 1.0;
+      std::printf(markdown ? "| %d | %d |" : "%6d %6d", nodes, sh.nranks);
+      for (Algo a : algos) {
+        const double t = predictSeconds(a, Collective::AllReduce, bytes, sh, p);
+        if (t <= 0) std::printf(markdown ? " – |" : " %10s", "-");
+        else std::printf(markdown ? " %.0f |" : " %10.1f", double(bytes) / t * factor / 1e9);
+      }
+      const auto ranked = rankAlgorithms(Collective::AllReduce, bytes, sh, p);
+      std::printf(markdown ? " %s |\n" : "  %s\n", ranked.empty() ? "-" : std::string(algoName(ranked[0].algo)).c_str());
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "conflux-sim: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
