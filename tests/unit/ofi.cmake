@@ -3,6 +3,7 @@ if(TARGET conflux_ofi)
   conflux_add_test(test_ofi
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ofi_units.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_ofi_transport.cc
+            ${CMAKE_CURRENT_LIST_DIR}/test_ofi_rma.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_ofi_failures.cc
     LIBS conflux_ofi
     LABELS unit

@@ -1,6 +1,7 @@
 // The libfabric transport between forked processes on 127.0.0.1: a plain exchange, a killed peer and a
-// silent peer (both must end in an error naming the peer within the deadline), provider defaults that
-// respect the user's own settings.
+// silent peer (both must end in an error naming the peer within the deadline), the same for RMA writes
+// (a target that dies or stops driving progress mid-write), provider defaults that respect the user's
+// own settings.
 #include <csignal>
 
 #include "test_ofi_util.h"
@@ -62,6 +63,65 @@ TEST(OfiProcesses, KilledPeerIsAnErrorNamingItWithinTheDeadline) {
   }, 60s);
   EXPECT_EQ(codes[0], 0);
   EXPECT_EQ(codes[1], -SIGKILL);
+}
+
+TEST(OfiProcesses, PeerDeathDuringAWriteIsAnErrorNamingIt) {
+  constexpr size_t kBytes = size_t(16) << 20;
+  auto codes = runForked([&](int rank, const conflux::ofi::AllGather& ag) {
+    auto t = Transport::create(loopbackOptions(rank, 2), ag);
+    conflux::ofi::RemoteKey key;
+    if (rank == 1) {
+      std::vector<uint8_t> region(kBytes);
+      OFI_CHECK(t->exposeMemory(region.data(), region.size(), &key).isOk());
+      Request s = t->isend(0, 1, &key, sizeof key);
+      OFI_CHECK(t->wait(s).isOk());
+      // Stop driving progress while rank 0 writes (its chunks wait for this side), then die.
+      std::this_thread::sleep_for(200ms);
+      ::kill(::getpid(), SIGKILL);
+      ::pause();
+    }
+    Request r = t->irecv(1, 1, &key, sizeof key);
+    OFI_CHECK(t->wait(r).isOk());
+    std::vector<uint8_t> src(kBytes, 5);
+    Request w = t->iwrite(1, src.data(), kBytes, key, 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    conflux::Status st = t->wait(w, conflux::ofi::Clock::now() + 3s);
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    std::fprintf(stderr, "rank 0 saw: %s (%s) after %lld ms\n", conflux::codeName(st.code()), st.message().c_str(),
+                 (long long)std::chrono::duration_cast<std::chrono::milliseconds>(waited).count());
+    OFI_CHECK(!st.isOk());
+    OFI_CHECK(st.message().find("write to rank 1") != std::string::npos);
+    OFI_CHECK(waited < 4500ms);
+    return 0;
+  }, 60s);
+  EXPECT_EQ(codes[0], 0);
+  EXPECT_EQ(codes[1], -SIGKILL);
+}
+
+TEST(OfiProcesses, WriteToATargetThatStopsProgressingTimesOutNamingIt) {
+  constexpr size_t kBytes = size_t(16) << 20;
+  auto codes = runForked([&](int rank, const conflux::ofi::AllGather& ag) {
+    auto t = Transport::create(loopbackOptions(rank, 2), ag);
+    conflux::ofi::RemoteKey key;
+    std::vector<uint8_t> buf(kBytes, 5);
+    if (rank == 1) {
+      OFI_CHECK(t->exposeMemory(buf.data(), buf.size(), &key).isOk());
+      Request s = t->isend(0, 1, &key, sizeof key);
+      OFI_CHECK(t->wait(s).isOk());
+      std::this_thread::sleep_for(1500ms);  // alive, but places nothing (manual progress)
+      return 0;
+    }
+    Request r = t->irecv(1, 1, &key, sizeof key);
+    OFI_CHECK(t->wait(r).isOk());
+    Request w = t->iwrite(1, buf.data(), kBytes, key, 0);
+    conflux::Status st = t->wait(w, conflux::ofi::Clock::now() + 500ms);
+    std::fprintf(stderr, "rank 0 saw: %s (%s)\n", conflux::codeName(st.code()), st.message().c_str());
+    OFI_CHECK(st.code() == Code::Timeout);
+    OFI_CHECK(st.message().find("write to rank 1") != std::string::npos);
+    OFI_CHECK(st.message().find("driving progress") != std::string::npos);
+    return 0;
+  });
+  EXPECT_EQ(codes, (std::vector<int>{0, 0}));
 }
 
 TEST(OfiProcesses, SilentPeerTimesOutNamingIt) {

@@ -25,8 +25,13 @@ void detail::Op::releaseMrs() {
 
 std::string describeOp(const detail::Op& op, int selfRank) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "ofi rank %d: %s rank %d (tag 0x%" PRIx64 ", %zu bytes)", selfRank, op.verb(),
-                op.peer, op.userTag, op.bytes);
+  if (op.write) {
+    std::snprintf(buf, sizeof buf, "ofi rank %d: write to rank %d (%zu bytes at offset %zu)", selfRank, op.peer,
+                  op.bytes, op.dstOffset);
+  } else {
+    std::snprintf(buf, sizeof buf, "ofi rank %d: %s rank %d (tag 0x%" PRIx64 ", %zu bytes)", selfRank, op.verb(),
+                  op.peer, op.userTag, op.bytes);
+  }
   return buf;
 }
 
@@ -190,7 +195,7 @@ Rail::PostResult Rail::postChunk(const std::shared_ptr<detail::Op>& opRef, uint3
   const fi_addr_t addr = addrs_[size_t(op.peer)];
   const uint64_t tag = wireTag(op.send ? cfg_.rank : op.peer, op.userTag, c);
 
-  if (op.send && op.nchunks == 1 && len <= injectSize_) {
+  if (op.send && !op.write && op.nchunks == 1 && len <= injectSize_) {
     ssize_t rc = fi_tinject(ep_.get(), p, len, addr, tag);
     if (rc == -FI_EAGAIN) return PostResult::Again;
     ++op.outstanding;
@@ -221,8 +226,9 @@ Rail::PostResult Rail::postChunk(const std::shared_ptr<detail::Op>& opRef, uint3
     }
     desc = op.mr[r]->desc;
   }
-  ssize_t rc = op.send ? fi_tsend(ep_.get(), p, len, desc, addr, tag, slot)
-                       : fi_trecv(ep_.get(), p, len, desc, directedRecv_ ? addr : FI_ADDR_UNSPEC, tag, 0, slot);
+  ssize_t rc = op.write  ? writeChunk(op, c, p, len, desc, addr, slot)
+               : op.send ? fi_tsend(ep_.get(), p, len, desc, addr, tag, slot)
+                         : fi_trecv(ep_.get(), p, len, desc, directedRecv_ ? addr : FI_ADDR_UNSPEC, tag, 0, slot);
   if (rc == 0) {
     slot->op = opRef;
     slot->chunk = c;
@@ -233,8 +239,8 @@ Rail::PostResult Rail::postChunk(const std::shared_ptr<detail::Op>& opRef, uint3
   }
   putSlot(slot);
   if (rc == -FI_EAGAIN) return PostResult::Again;
-  op.fail(Status(Code::SystemError,
-                 describeOp(op, cfg_.rank) + ": " + fiErrorMessage(op.send ? "fi_tsend" : "fi_trecv", int(rc))));
+  const char* call = op.write ? "fi_writemsg" : op.send ? "fi_tsend" : "fi_trecv";
+  op.fail(Status(Code::SystemError, describeOp(op, cfg_.rank) + ": " + fiErrorMessage(call, int(rc))));
   return PostResult::Failed;
 }
 

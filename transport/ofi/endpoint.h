@@ -1,11 +1,11 @@
 // Rail: one libfabric endpoint of a rank (fabric, domain, completion queue, address vector, endpoint),
 // its registration cache, and the flow control of the chunks it carries.
 //
-// Flow control: operations wait in per-peer FIFO queues (one for sends, one for receives); progress()
-// posts their chunks round robin over peers while (a) the peer has fewer than `inflight` chunks posted in
-// that direction and (b) the rail has fewer than the provider's tx_attr->size / rx_attr->size posted.
-// -FI_EAGAIN stops posting until the next progress() (which reads completions first). Chunks of one
-// queue are posted in order, so equal tags match in the order the caller posted them.
+// Flow control: operations wait in per-peer FIFO queues (one for sends and RMA writes, one for receives);
+// progress() posts their chunks round robin over peers while (a) the peer has fewer than `inflight` chunks
+// posted in that direction and (b) the rail has fewer than the provider's tx_attr->size / rx_attr->size
+// posted. -FI_EAGAIN stops posting until the next progress() (which reads completions first). Chunks of
+// one queue are posted in order, so equal tags match in the order the caller posted them.
 #pragma once
 
 #include <deque>
@@ -26,6 +26,7 @@ struct RailConfig {
   int rails = 1;       ///< rails per rank
   int inflight = 8;    ///< chunks posted per peer and direction
   size_t mrCacheEntries = 128;
+  uint64_t writeFlags = 0;  ///< fi_writemsg flags: FI_COMPLETION (+ FI_DELIVERY_COMPLETE, see rma.h)
 };
 
 class Rail {
@@ -83,6 +84,9 @@ class Rail {
   /// Posts what it can from peer p's queues; returns false when the rail is out of room.
   bool pumpPeer(int p, bool full[2]);
   PostResult postChunk(const std::shared_ptr<detail::Op>& op, uint32_t chunk);
+  /// fi_writemsg of chunk `chunk` of a write (rma.cc).
+  ssize_t writeChunk(const detail::Op& op, uint32_t chunk, void* buf, size_t len, void* desc, fi_addr_t addr,
+                     Slot* slot);
   void activate(int p);
   void completeSlot(Slot* slot);
   void failSlot(Slot* slot, Status status);

@@ -56,7 +56,7 @@ std::vector<std::string> applyProviderDefaults() {
 
 namespace {
 
-InfoPtr tryGetInfo(const InfoRequest& request, const std::string& provider, uint64_t caps) {
+InfoPtr tryGetInfo(const InfoRequest& request, const std::string& provider, uint64_t caps, uint64_t txOpFlags = 0) {
   InfoPtr hints(fi_allocinfo());
   if (!hints) throw Error(Code::SystemError, "ofi: fi_allocinfo failed");
   hints->caps = caps;
@@ -71,6 +71,7 @@ InfoPtr tryGetInfo(const InfoRequest& request, const std::string& provider, uint
   hints->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
   hints->tx_attr->msg_order = FI_ORDER_SAS;
   hints->rx_attr->msg_order = FI_ORDER_SAS;
+  hints->tx_attr->op_flags = txOpFlags;
   if (!provider.empty()) hints->fabric_attr->prov_name = ::strdup(provider.c_str());
 
   // Only IP-based providers take an address as node; shm would use it as its endpoint's name.
@@ -127,6 +128,17 @@ InfoPtr getInfo(const InfoRequest& request) {
                                      "' offers no FI_EP_RDM endpoint with FI_TAGGED" +
                                      (request.localAddress.empty() ? "" : " on " + request.localAddress) +
                                      " (fi_info -p '" + request.provider + "' lists what it has)");
+}
+
+bool offersDeliveryComplete(const InfoRequest& request, uint64_t caps) {
+  const uint64_t asked =
+      caps & (FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_RMA | FI_WRITE | FI_REMOTE_WRITE);
+  if (tryGetInfo(request, request.provider, asked, FI_DELIVERY_COMPLETE)) return true;
+  // getInfo may have succeeded only without the bind address (providers that take no IP node).
+  if (request.localAddress.empty()) return false;
+  InfoRequest unbound = request;
+  unbound.localAddress.clear();
+  return tryGetInfo(unbound, request.provider, asked, FI_DELIVERY_COMPLETE) != nullptr;
 }
 
 std::vector<fi_info*> distinctDomains(fi_info* list) {

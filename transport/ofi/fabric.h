@@ -56,6 +56,11 @@ struct InfoRequest {
 /// provider's list (one entry per domain/NIC). Throws Error naming the provider when nothing matches.
 InfoPtr getInfo(const InfoRequest& request);
 
+/// Whether the provider accepts FI_DELIVERY_COMPLETE as a transmit flag with these capabilities: asks
+/// fi_getinfo again with tx_attr->op_flags = FI_DELIVERY_COMPLETE (providers reject op flags they lack).
+/// The endpoint itself is opened without it, so only the operations that pass it pay for it.
+bool offersDeliveryComplete(const InfoRequest& request, uint64_t caps);
+
 /// Distinct domains in an fi_getinfo list, first entry of each, in list order.
 std::vector<fi_info*> distinctDomains(fi_info* list);
 

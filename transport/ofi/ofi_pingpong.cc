@@ -1,10 +1,11 @@
 // conflux-ofi-pingpong: latency (half round trip) and bandwidth (a window of messages, then an ack)
-// between two processes over conflux::ofi::Transport. Addresses are exchanged through one TCP connection:
+// between two processes over conflux::ofi::Transport. With --rma, also the bandwidth of RMA writes: rank 1
+// exposes its buffer once and sends the key; rank 0 writes a window, sends a 1-byte "done", rank 1 acks. Addresses are exchanged through one TCP connection:
 // rank 0 listens on --addr host:port, rank 1 connects to it. --local forks both ranks on 127.0.0.1.
 //
 //   conflux-ofi-pingpong --rank 0 --addr 10.200.0.1:5555 --bind 10.200.0.1     (node A)
 //   conflux-ofi-pingpong --rank 1 --addr 10.200.0.1:5555 --bind 10.200.0.2     (node B)
-//   conflux-ofi-pingpong --local [--min 8] [--max 67108864] [--window 16] [--rails 2]
+//   conflux-ofi-pingpong --local [--min 8] [--max 67108864] [--window 16] [--rails 2] [--rma]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,12 +42,13 @@ struct Args {
   size_t chunk = 0;
   int inflight = 0;
   bool local = false;
+  bool rma = false;
 };
 
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: conflux-ofi-pingpong (--rank 0|1 --addr HOST:PORT | --local) [--bind ADDR] [--provider P]\n"
-               "       [--min BYTES] [--max BYTES] [--window N] [--rails N] [--chunk BYTES] [--inflight N]\n");
+               "       [--min BYTES] [--max BYTES] [--window N] [--rails N] [--chunk BYTES] [--inflight N] [--rma]\n");
   std::exit(2);
 }
 
@@ -73,6 +76,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--chunk") a.chunk = std::strtoull(value().c_str(), nullptr, 0);
     else if (k == "--inflight") a.inflight = std::atoi(value().c_str());
     else if (k == "--local") a.local = true;
+    else if (k == "--rma") a.rma = true;
     else usage();
   }
   if (!a.local && (a.rank < 0 || a.rank > 1 || a.port <= 0)) usage();
@@ -134,6 +138,36 @@ void check(const conflux::Status& s) {
   if (!s.isOk()) throw std::runtime_error(s.message());
 }
 
+/// Bandwidth of RMA writes: rank 0 writes a window of `bytes` into rank 1's exposed buffer, then sends a
+/// 1-byte "done"; rank 1 (which drives progress while it waits) answers with a 1-byte ack. Returns GB/s.
+double rmaBandwidth(const Args& a, Transport& t, const conflux::ofi::RemoteKey& key, const std::vector<uint8_t>& sbuf,
+                    size_t bytes, int reps, uint32_t& seq) {
+  const int peer = 1 - a.rank;
+  std::vector<Request> writes(size_t(a.window));
+  uint8_t note = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = -1; i < reps; ++i) {
+    if (i == 0) t0 = std::chrono::steady_clock::now();
+    const uint64_t doneTag = conflux::ofi::makeUserTag(5, seq), ackTag = conflux::ofi::makeUserTag(6, seq);
+    ++seq;
+    if (a.rank == 0) {
+      for (int w = 0; w < a.window; ++w) writes[size_t(w)] = t.iwrite(peer, sbuf.data(), bytes, key, 0);
+      check(t.wait(writes));
+      Request d = t.isend(peer, doneTag, &note, 1);
+      check(t.wait(d));
+      Request r = t.irecv(peer, ackTag, &note, 1);
+      check(t.wait(r));
+    } else {
+      Request d = t.irecv(peer, doneTag, &note, 1);
+      check(t.wait(d));
+      Request s = t.isend(peer, ackTag, &note, 1);
+      check(t.wait(s));
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return double(bytes) * a.window * reps / secs / 1e9;
+}
+
 int runRank(const Args& a, int listenFd) {
   const int sock = connectPeer(a, listenFd);
   conflux::ofi::Options o;
@@ -159,13 +193,24 @@ int runRank(const Args& a, int listenFd) {
   ::close(sock);
   const auto& caps = t->capabilities();
   const int peer = 1 - a.rank;
-  std::vector<uint8_t> sbuf(a.maxBytes, uint8_t(a.rank + 1)), rbuf(a.maxBytes);
+  const size_t bufBytes = std::max<size_t>(a.maxBytes, 1);  // --max 0 still exposes a buffer
+  std::vector<uint8_t> sbuf(bufBytes, uint8_t(a.rank + 1)), rbuf(bufBytes);
   uint8_t ack = 0;
+  // --rma: rank 1 exposes its receive buffer once and sends the key to rank 0.
+  conflux::ofi::RemoteKey key;
+  if (a.rma) {
+    if (caps.rmaWrites == conflux::ofi::RmaVisibility::None) throw std::runtime_error(caps.rmaUnavailable);
+    const uint64_t keyTag = conflux::ofi::makeUserTag(4, 0);
+    if (a.rank == 1) check(t->exposeMemory(rbuf.data(), rbuf.size(), &key));
+    Request k = a.rank == 1 ? t->isend(peer, keyTag, &key, sizeof key) : t->irecv(peer, keyTag, &key, sizeof key);
+    check(t->wait(k));
+  }
   if (a.rank == 0) {
-    std::printf("# conflux-ofi-pingpong provider %s domain %s rails %d chunk %zu inflight %d inject %zu window %d\n",
+    std::printf("# conflux-ofi-pingpong provider %s domain %s rails %d chunk %zu inflight %d inject %zu window %d",
                 caps.provider.c_str(), caps.domain.c_str(), caps.rails, caps.chunkBytes, caps.inflight,
                 caps.injectSize, a.window);
-    std::printf("# %12s %10s %10s %10s\n", "bytes", "lat_us", "bw_GB/s", "iters");
+    if (a.rma) std::printf(" rma %s", conflux::ofi::rmaVisibilityName(caps.rmaWrites));
+    std::printf("\n# %12s %10s %10s %10s%s\n", "bytes", "lat_us", "bw_GB/s", "iters", a.rma ? "   rma_GB/s" : "");
   }
   uint32_t seq = 0;
   for (size_t bytes = a.minBytes;; bytes = bytes ? bytes * 2 : 1) {
@@ -210,7 +255,12 @@ int runRank(const Args& a, int listenFd) {
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
     const double gbs = double(bytes) * a.window * reps / secs / 1e9;
-    if (a.rank == 0) std::printf("  %12zu %10.2f %10.3f %10d\n", bytes, latUs, gbs, reps * a.window);
+    const double rmaGbs = a.rma ? rmaBandwidth(a, *t, key, sbuf, bytes, reps, seq) : 0;
+    if (a.rank == 0) {
+      std::printf("  %12zu %10.2f %10.3f %10d", bytes, latUs, gbs, reps * a.window);
+      if (a.rma) std::printf(" %10.3f", rmaGbs);
+      std::printf("\n");
+    }
     std::fflush(stdout);
     if (bytes == 0 && a.minBytes == 0 && a.maxBytes == 0) break;
   }

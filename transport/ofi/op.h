@@ -1,4 +1,4 @@
-// State of one isend/irecv shared by its Request and the rails that carry its chunks.
+// State of one isend/irecv/iwrite shared by its Request and the rails that carry its chunks.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +15,8 @@ class MrCache;
 namespace detail {
 
 struct Op {
-  bool send = false;
+  bool send = false;          ///< transmit direction (sends and writes share the per-peer send queue)
+  bool write = false;         ///< an RMA write (send is true as well)
   int peer = 0;
   uint64_t userTag = 0;
   uint8_t* buf = nullptr;
@@ -31,13 +32,17 @@ struct Op {
   Clock::time_point start;
   MemoryRegion* mr[kMaxRails] = {};
   MrCache* mrCache[kMaxRails] = {};
+  // Writes only: where chunk 0 lands on each rail (the peer's base + dstOffset) and that rail's key.
+  size_t dstOffset = 0;
+  uint64_t remoteAddr[kMaxRails] = {};
+  uint64_t remoteKey[kMaxRails] = {};
 
   size_t chunkOffset(uint32_t c) const { return size_t(c) * chunkBytes; }
   size_t chunkLen(uint32_t c) const {
     const size_t off = chunkOffset(c);
     return off >= bytes ? 0 : (bytes - off < chunkBytes ? bytes - off : chunkBytes);
   }
-  const char* verb() const { return send ? "send to" : "recv from"; }
+  const char* verb() const { return write ? "write to" : send ? "send to" : "recv from"; }
 
   /// Unpins the op's registrations (implemented in memory-aware endpoint.cc).
   void releaseMrs();
@@ -63,6 +68,7 @@ struct Op {
 
 }  // namespace detail
 
-/// "ofi rank R: send to rank P (tag 0x.., N bytes)" for error messages.
+/// "ofi rank R: send to rank P (tag 0x.., N bytes)" or "ofi rank R: write to rank P (N bytes at offset O)"
+/// for error messages.
 std::string describeOp(const detail::Op& op, int selfRank);
 }  // namespace conflux::ofi

@@ -112,12 +112,29 @@ std::unique_ptr<Transport> Transport::create(const Options& options, const AllGa
                                            std::to_string(rails) + (wanted.empty() ? "" : " from the domains") + ")");
   }
 
+  // How iwrite is made visible before later messages (rma.h); decided before the rails open because
+  // each rail posts its writes with the matching flags.
+  const fi_info* first = domains[0];
+  Capabilities& c = t->caps_;
+  c.provider = first->fabric_attr->prov_name ? first->fabric_attr->prov_name : "";
+  const uint64_t writeCaps = FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
+  c.rma = (first->caps & writeCaps) == writeCaps;
+  c.deliveryComplete = c.rma && offersDeliveryComplete(request, first->caps);
+  c.orderSendAfterWrite = (first->tx_attr->msg_order & FI_ORDER_SAW) != 0 &&
+                          (first->rx_attr->msg_order & FI_ORDER_SAW) != 0;
+  const RmaChoice rma = chooseRmaVisibility(
+      options.rma.empty() ? config::getString(config::Var::OFI_RMA) : options.rma, c.provider, c.rma,
+      c.deliveryComplete, c.orderSendAfterWrite, rails);
+  c.rmaWrites = rma.visibility;
+  c.rmaUnavailable = rma.unavailable;
+
   RailConfig rc;
   rc.rank = options.rank;
   rc.nranks = options.nranks;
   rc.rails = rails;
   rc.inflight = std::max(1, int(positiveOr(options.inflight, config::Var::OFI_INFLIGHT)));
   rc.mrCacheEntries = size_t(positiveOr(int64_t(options.mrCacheEntries), config::Var::OFI_MR_CACHE_ENTRIES));
+  rc.writeFlags = FI_COMPLETION | (c.rmaWrites == RmaVisibility::DeliveryComplete ? FI_DELIVERY_COMPLETE : 0);
   std::vector<std::vector<uint8_t>> names;
   for (int r = 0; r < rails; ++r) {
     rc.index = r;
@@ -158,12 +175,9 @@ std::unique_ptr<Transport> Transport::create(const Options& options, const AllGa
 
   const Rail& r0 = *t->rails_[0];
   const fi_info* info = r0.info();
-  Capabilities& c = t->caps_;
-  c.provider = info->fabric_attr->prov_name ? info->fabric_attr->prov_name : "";
   c.domain = info->domain_attr->name ? info->domain_attr->name : "";
   c.apiVersion = requestedApiVersion();
   c.directedRecv = r0.directedRecv();
-  c.rma = (info->caps & FI_RMA) != 0;
   c.hmem = (info->caps & FI_HMEM) != 0;
   c.mrMode = info->domain_attr->mr_mode;
   c.localMrRequired = r0.localMrRequired();
@@ -176,10 +190,12 @@ std::unique_ptr<Transport> Transport::create(const Options& options, const AllGa
   c.inflight = rc.inflight;
   CFX_INFO(kNet,
            "ofi rank %d: provider %s domain %s api %u.%u rails %d (%zu domains) directed_recv %d rma %d "
-           "mr_mode 0x%" PRIx64 " inject %zu tx %zu rx %zu chunk %zu inflight %d",
+           "(delivery_complete %d order_saw %d: writes %s) mr_mode 0x%" PRIx64 " inject %zu tx %zu rx %zu chunk %zu "
+           "inflight %d",
            t->rank_, c.provider.c_str(), c.domain.c_str(), FI_MAJOR(c.apiVersion), FI_MINOR(c.apiVersion), rails,
-           domains.size(), int(c.directedRecv), int(c.rma), c.mrMode, c.injectSize, c.txSize, c.rxSize,
-           c.chunkBytes, c.inflight);
+           domains.size(), int(c.directedRecv), int(c.rma), int(c.deliveryComplete), int(c.orderSendAfterWrite),
+           rmaVisibilityName(c.rmaWrites), c.mrMode, c.injectSize, c.txSize, c.rxSize, c.chunkBytes, c.inflight);
+  if (c.rmaWrites == RmaVisibility::None) CFX_INFO(kNet, "ofi rank %d: %s", t->rank_, c.rmaUnavailable.c_str());
   return t;
 }
 
@@ -197,15 +213,19 @@ Request Transport::post(bool send, int peer, uint64_t tag, void* buf, size_t byt
                         ") or buffer"));
     return Request(std::move(op));
   }
-  op->chunkBytes = chunkSizeFor(bytes, caps_.chunkBytes, caps_.maxMsgSize);
-  op->nchunks = chunkCount(bytes, op->chunkBytes);
+  submit(op, railOffset(tag, rails()));
+  return Request(std::move(op));
+}
+
+void Transport::submit(const std::shared_ptr<detail::Op>& op, uint32_t offset) {
+  op->chunkBytes = chunkSizeFor(op->bytes, caps_.chunkBytes, caps_.maxMsgSize);
+  op->nchunks = chunkCount(op->bytes, op->chunkBytes);
   const int n = rails();
-  op->railOffset = railOffset(tag, n);
+  op->railOffset = offset;
   for (int r = 0; r < n && !op->done; ++r) {
     const uint32_t first = firstChunkOnRail(r, n, op->railOffset, op->nchunks);
     if (first < op->nchunks) rails_[size_t(r)]->enqueue(op, first);
   }
-  return Request(std::move(op));
 }
 
 Request Transport::isend(int peer, uint64_t tag, const void* buf, size_t bytes) {
@@ -233,7 +253,8 @@ Status Transport::timeoutStatus(const detail::Op& op) const {
   const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - op.start).count();
   return Status(Code::Timeout, describeOp(op, rank_) + " timed out after " + std::to_string(waited) + " ms (" +
                                    std::to_string(op.completed) + "/" + std::to_string(op.nchunks) +
-                                   " chunks done; is rank " + std::to_string(op.peer) + " alive and posting?)");
+                                   " chunks done; is rank " + std::to_string(op.peer) +
+                                   (op.write ? " alive and driving progress?)" : " alive and posting?)"));
 }
 
 Status Transport::wait(std::span<Request> requests, Deadline deadline) {

@@ -1,8 +1,10 @@
 // conflux::ofi::Transport: point-to-point messages between ranks over libfabric reliable-datagram
 // endpoints (FI_EP_RDM) with tagged send/receive. One rank owns one endpoint per rail (NIC/domain);
 // large messages are cut into chunks, several in flight, striped over the rails. Small messages go out
-// with fi_tinject. Waiting spins briefly, then blocks on the completion queue's wait object, and always
-// ends by a deadline with a Status naming the peer and the operation. See docs/ofi.md.
+// with fi_tinject. Where the provider offers FI_RMA, a rank can expose memory and its peers write into it
+// (iwrite), chunked and striped the same way (rma.h). Waiting spins briefly, then blocks on the completion
+// queue's wait object, and always ends by a deadline with a Status naming the peer and the operation.
+// See docs/ofi.md.
 //
 // Not thread-safe: one thread drives a Transport (like a communicator's progress thread).
 #pragma once
@@ -11,12 +13,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "transport/ofi/rma.h"
 #include "transport/ofi/tags.h"
 
 namespace conflux::ofi {
@@ -47,6 +51,7 @@ struct Options {
   int spinUs = -1;                 ///< polling before blocking (-1: CONFLUX_OFI_SPIN_US)
   size_t mrCacheEntries = 0;       ///< registrations cached per domain (0: CONFLUX_OFI_MR_CACHE_ENTRIES)
   std::chrono::milliseconds timeout{0};  ///< default wait deadline (0: CONFLUX_TIMEOUT_MS)
+  std::string rma;                 ///< RMA writes: auto, delivery, order, off (empty: CONFLUX_OFI_RMA)
 };
 
 /// What the chosen provider offers (reported, logged at INFO, and used to pick code paths).
@@ -57,6 +62,10 @@ struct Capabilities {
   uint32_t apiVersion = 0;         ///< FI_VERSION requested and accepted
   bool directedRecv = false;       ///< FI_DIRECTED_RECV: receives filter by source address
   bool rma = false;                ///< FI_RMA (write/read) offered
+  bool deliveryComplete = false;   ///< FI_DELIVERY_COMPLETE accepted as a transmit flag
+  bool orderSendAfterWrite = false;  ///< FI_ORDER_SAW in the endpoint's tx and rx msg_order
+  RmaVisibility rmaWrites = RmaVisibility::None;  ///< how iwrite is made visible; None: iwrite unavailable
+  std::string rmaUnavailable;      ///< why iwrite is unavailable (empty when it is available)
   bool hmem = false;               ///< FI_HMEM: device buffers may be passed (not used yet)
   uint64_t mrMode = 0;             ///< FI_MR_* bits the provider requires
   bool localMrRequired = false;    ///< FI_MR_LOCAL (or FI_MR_HMEM for device memory): data path registers buffers
@@ -70,7 +79,7 @@ struct Capabilities {
 
 namespace detail { struct Op; }
 
-/// One posted send or receive. Cheap to copy (shared state); the buffer must stay valid until done.
+/// One posted send, receive or write. Cheap to copy (shared state); the buffer must stay valid until done.
 class Request {
  public:
   Request() = default;
@@ -127,6 +136,28 @@ class Transport {
   /// Starts receiving exactly `bytes` into `buf` from `peer` with a user tag.
   Request irecv(int peer, uint64_t tag, void* buf, size_t bytes);
 
+  /// Exposes [ptr, ptr+bytes) to remote writes by the peers: registers it for FI_REMOTE_WRITE on every
+  /// rail (through the registration cache: a buffer already registered is a hit), pins the registrations
+  /// until unexposeMemory, and fills `key`, which the caller ships to the writers. Returns InvalidUsage
+  /// naming the provider when iwrite is unavailable (Capabilities::rmaUnavailable), InvalidArgument for
+  /// a null buffer or 0 bytes, SystemError when registration fails.
+  [[nodiscard]] Status exposeMemory(void* ptr, size_t bytes, RemoteKey* key);
+  /// Ends an exposure of this rank: unpins its registrations (they stay cached until evicted). Writes
+  /// into it must be over (the caller's protocol says so). InvalidArgument for a key that is not a live
+  /// exposure of this rank.
+  Status unexposeMemory(const RemoteKey& key);
+
+  /// Starts writing `bytes` from `src` into `peer`'s memory at `dstOffset` inside the region `dst` that
+  /// `peer` exposed. Chunked, flow-controlled and striped over the rails like isend (writes share the
+  /// per-peer send queue, in post order); done once every chunk's write completed here. Visibility: after
+  /// it completes, a tagged message this rank sends to `peer` is not received before the written bytes
+  /// are visible in `peer`'s memory (rma.h). The target must keep driving progress (wait, progress, poll)
+  /// while it is written to: providers with manual progress (tcp;ofi_rxm) place the data then.
+  /// `dstOffset + bytes` beyond the exposed size, a key from another rank or an invalid key fail the
+  /// request at once with InvalidArgument; a provider without usable RMA with InvalidUsage naming it.
+  /// A 0-byte write completes at once.
+  Request iwrite(int peer, const void* src, size_t bytes, const RemoteKey& dst, size_t dstOffset);
+
   /// Progresses once (no blocking) and tells whether `request` is done.
   bool test(Request& request);
   /// Reads completions and posts queued chunks on every rail, without blocking.
@@ -157,6 +188,8 @@ class Transport {
  private:
   Transport();
   Request post(bool send, int peer, uint64_t tag, void* buf, size_t bytes);
+  /// Cuts a validated op into chunks and queues them on the rails (chunk c on rail (c + offset) % rails).
+  void submit(const std::shared_ptr<detail::Op>& op, uint32_t railOffset);
   Status timeoutStatus(const detail::Op& op) const;
 
   int rank_ = 0;
@@ -165,6 +198,9 @@ class Transport {
   std::chrono::milliseconds timeout_{30000};
   std::chrono::microseconds spin_{50};
   std::vector<std::unique_ptr<Rail>> rails_;
+  std::map<uint32_t, std::vector<MemoryRegion*>> exposed_;  ///< by RemoteKey::id: one region per rail
+  uint32_t nextExposure_ = 1;
+  uint32_t writes_ = 0;  ///< writes started: spreads the first chunk of small writes over the rails
 };
 
 }  // namespace conflux::ofi
