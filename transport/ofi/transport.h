@@ -25,9 +25,6 @@
 
 namespace conflux::ofi {
 
-/// Most endpoints (rails) one rank opens.
-inline constexpr int kMaxRails = 8;
-
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 
