@@ -364,7 +364,7 @@ class RankExecutor {
     for (uint32_t i = 0; i < round.numOps; ++i) {
       const Op& op = plan_.ops[round.firstOp + i];
       const OpState& st = states_[i];
-      if (st.complete) continue;
+      if (st.complete || !isCommOp(op.kind)) continue;  // local operations run after the communication
       if (op.kind == OpKind::Barrier) {
         int late = world_->barrierLaggard(st.generation);
         s += ", waiting at a barrier";
