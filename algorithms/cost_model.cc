@@ -31,9 +31,11 @@ struct Model {
   }
   double chunk() const { return double(std::max<uint64_t>(1, p.chunkBytes)); }
   /// One step moving b bytes per rank, in pieces of at most a chunk (one alpha each).
+  /// Ranks sharing a NIC also queue their messages on it: the latency grows with the share too (but a
+  /// rank striping over several NICs is not faster to start).
   double xfer(const LinkCost& l, double b, double share) const {
     const double pieces = std::max(1.0, std::ceil(b / chunk()));
-    return pieces * l.alpha + b * share / l.bandwidth;
+    return pieces * l.alpha * std::max(1.0, share) + b * share / l.bandwidth;
   }
   double intra(double b) const { return xfer(p.intra, b, 1.0); }
   double inter(double b, int k) const { return xfer(p.inter, b, share(k)); }
@@ -124,13 +126,16 @@ struct Model {
   double hierAllReduce() const {
     const int N = sh.nodes, L = sh.ranksPerNode;
     const double segments = std::max(1.0, std::ceil(S / (chunk() * L)));
-    const double rounds = segments + 2.0 * (L - 1) + 2.0 * (N - 1);
+    // Rounds with an inter-node step (all L ranks cross at once), and the intra-node fill, drain and
+    // Finalize rounds.
+    const double networkRounds = segments + 2.0 * (N - 1) - 1;
+    const double localRounds = 2.0 * (L - 1) + 1;
     const double netBytes = 2.0 * (N - 1) / N * S / L;  // per rank, over its rail(s)
     const double intraBytes = L > 1 ? 2.0 * (L - 1) / L * S : 0;
     const double reduceBytes = (L - 1.0) / L * S + (N - 1.0) / N * S / L;
-    const double alpha = std::max(p.inter.alpha, L > 1 ? p.intra.alpha : 0.0);
-    return rounds * alpha + std::max(netBytes * share(L) / p.inter.bandwidth, intraBytes / p.intra.bandwidth) +
-           reduce(reduceBytes);
+    const double netAlpha = p.inter.alpha * std::max(1.0, share(L));
+    return networkRounds * std::max(netAlpha, p.intra.alpha) + localRounds * p.intra.alpha +
+           std::max(netBytes * share(L) / p.inter.bandwidth, intraBytes / p.intra.bandwidth) + reduce(reduceBytes);
   }
 
   // ---- pairwise all-to-all (pairwise.cc)

@@ -215,6 +215,11 @@ const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& 
   CommShape shape = shape_;
   shape.peerBuffers = peerBuffers;
   entry.selection = selector_.select(p.coll, bytes, shape);
+  if (rank_ == 0) {  // every rank chooses alike; one explanation per new plan (conflux-perf --explain)
+    CFX_INFO(kTuning, "%s of %llu bytes on %d ranks: %s, because %s", std::string(collectiveName(p.coll)).c_str(),
+             static_cast<unsigned long long>(bytes), nranks_, std::string(algoName(entry.selection.algo)).c_str(),
+             entry.selection.reason.c_str());
+  }
   entry.plan = std::make_shared<const Plan>(buildPlan(entry.selection.algo, p));  // may throw
   if (numNodes_ > 1) {
     // Barriers and staging exist only in shared memory: the selector never picks such a plan across nodes.

@@ -2,6 +2,7 @@
 //
 //   conflux-sim project --topo FILE.json [--nodes 1,2,4,...] [--bytes 1G] [--markdown]
 //                       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]
+//                       [--inter-gbytes G] [--ranks-per-node L] [--chunk 4M] [--time]
 //
 // One rank per GPU (or, without GPUs, per NUMA node). The network: every rail NIC of the topology
 // (core/topology/nic_assignment.h) at its link speed, derated by kNicEfficiency, alpha --inter-alpha-us.
@@ -44,7 +45,8 @@ constexpr GpuLink kGpus[] = {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: conflux-sim project --topo FILE.json [--nodes 1,2,4] [--bytes 1G] [--markdown]\n"
-               "       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]\n");
+               "       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]\n"
+               "       [--inter-gbytes G (per NIC)] [--ranks-per-node L] [--chunk 4M] [--time (us, not busbw)]\n");
   std::exit(2);
 }
 
@@ -82,7 +84,10 @@ int main(int argc, char** argv) {
   std::vector<int> nodeCounts = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
   uint64_t bytes = uint64_t(1) << 30;
   bool markdown = false;
-  double intraGBytes = 0, intraAlphaUs = 3, interAlphaUs = 20, reduceGBytes = 0;
+  double intraGBytes = 0, intraAlphaUs = 3, interAlphaUs = 20, reduceGBytes = 0, interGBytes = 0;
+  int ranksOverride = 0;
+  bool showTime = false;
+  uint64_t chunkBytes = 4 << 20;
   for (int i = 2; i < argc; ++i) {
     const std::string k = argv[i];
     auto value = [&]() -> std::string {
@@ -97,6 +102,10 @@ int main(int argc, char** argv) {
     else if (k == "--intra-alpha-us") intraAlphaUs = std::atof(value().c_str());
     else if (k == "--inter-alpha-us") interAlphaUs = std::atof(value().c_str());
     else if (k == "--reduce-gbytes") reduceGBytes = std::atof(value().c_str());
+    else if (k == "--inter-gbytes") interGBytes = std::atof(value().c_str());
+    else if (k == "--ranks-per-node") ranksOverride = std::atoi(value().c_str());
+    else if (k == "--time") showTime = true;
+    else if (k == "--chunk") chunkBytes = parseBytes(value());
     else usage();
   }
   if (topoFile.empty()) usage();
@@ -105,7 +114,7 @@ int main(int argc, char** argv) {
     const std::vector<int> rails = topo::railNics(m);
     CostParams p;
     p.source = "conflux-sim";
-    p.chunkBytes = 4 << 20;
+    p.chunkBytes = chunkBytes;
     p.nicsPerNode = std::max<int>(1, int(rails.size()));
     double nicGbps = 0;
     for (int r : rails) nicGbps = std::max(nicGbps, m.nics[size_t(r)].speedGbps);
@@ -127,11 +136,13 @@ int main(int argc, char** argv) {
       ranksPerNode = std::max<int>(1, int(m.numa.size()));
     }
     if (intraGBytes > 0) p.intra.bandwidth = intraGBytes * 1e9;
+    if (interGBytes > 0) p.inter.bandwidth = interGBytes * 1e9;
+    if (ranksOverride > 0) ranksPerNode = ranksOverride;
     if (reduceGBytes > 0) p.reduceRate = reduceGBytes * 1e9;
 
-    std::printf("%s# %s: %d ranks per node; %d rail NICs x %.0f Gbit/s (x%.2f), alpha %.0f us; intra %s %.0f GB/s, "
+    std::printf("%s%s: %d ranks per node; %d rail NICs x %.0f Gbit/s (x%.2f), alpha %.0f us; intra %s %.0f GB/s, "
                 "alpha %.0f us; reduce %.0f GB/s; %llu bytes\n",
-                markdown ? "" : "", topoFile.c_str(), ranksPerNode, p.nicsPerNode, nicGbps, kNicEfficiency, interAlphaUs,
+                markdown ? "" : "# ", topoFile.c_str(), ranksPerNode, p.nicsPerNode, nicGbps, kNicEfficiency, interAlphaUs,
                 intraWhat.c_str(), p.intra.bandwidth / 1e9, intraAlphaUs, p.reduceRate / 1e9, (unsigned long long)bytes);
     const std::vector<Algo> algos = {Algo::Ring, Algo::RecHalvingDoubling, Algo::BinomialTree, Algo::DoubleBinaryTree,
                                      Algo::Hierarchical};
@@ -156,6 +167,7 @@ int main(int argc, char** argv) {
       for (Algo a : algos) {
         const double t = predictSeconds(a, Collective::AllReduce, bytes, sh, p);
         if (t <= 0) std::printf(markdown ? " – |" : " %10s", "-");
+        else if (showTime) std::printf(markdown ? " %.0f |" : " %10.0f", t * 1e6);
         else std::printf(markdown ? " %.0f |" : " %10.1f", double(bytes) / t * factor / 1e9);
       }
       const auto ranked = rankAlgorithms(Collective::AllReduce, bytes, sh, p);

@@ -2,6 +2,7 @@
 //   conflux-perf <allreduce|allgather|reducescatter|broadcast|reduce|alltoall|sendrecv> [flags]
 // See docs/perf-suite.md. Exit status: 0 all results correct, 1 wrong results or a failure, 2 bad flags.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "launch.h"
@@ -20,6 +21,11 @@ int main(int argc, char** argv) {
       return 2;
     case cfxperf::ParseStatus::Ok:
       break;
+  }
+  if (opts.explain) {
+    // Before any communicator exists (and inherited by forked or re-executed ranks).
+    setenv("CONFLUX_DEBUG", "INFO", 1);
+    setenv("CONFLUX_DEBUG_SUBSYS", "TUNING", 1);
   }
   return cfxperf::launchAndRun(opts, argc, argv);
 }

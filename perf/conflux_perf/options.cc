@@ -11,7 +11,7 @@ namespace cfxperf {
 
 namespace {
 
-enum LongOnly { kRanks = 1000, kPin, kBackend, kCompare };
+enum LongOnly { kRanks = 1000, kPin, kBackend, kCompare, kExplain };
 
 const option kLongOptions[] = {
     {"nthreads", required_argument, nullptr, 't'},
@@ -42,6 +42,7 @@ const option kLongOptions[] = {
     {"pin", no_argument, nullptr, kPin},
     {"backend", required_argument, nullptr, kBackend},
     {"compare", required_argument, nullptr, kCompare},
+    {"explain", no_argument, nullptr, kExplain},
     {nullptr, 0, nullptr, 0},
 };
 const char kShortOptions[] = "+:t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:a:R:J:h";
@@ -119,6 +120,8 @@ std::string usageText(const char* program) {
          "  --pin                      pin rank r to core r % cores\n"
          "  --backend <conflux|mpi>    library under test (default conflux)\n"
          "  --compare mpi              run MPI on the same sizes and add its time, busbw and the ratio\n"
+         "  --explain                  rank 0 logs each size's algorithm choice: the candidates, their predicted\n"
+         "                             times (across nodes) and the reason (CONFLUX_DEBUG=INFO, subsystem TUNING)\n"
          "  -h,--help                  this text\n";
 }
 
@@ -254,6 +257,9 @@ ParseStatus parseOptions(int argc, char** argv, Options* opts, std::string* erro
       case kCompare:
         opts->compare = optarg;
         if (opts->compare != "mpi") return bad("mpi");
+        break;
+      case kExplain:
+        opts->explain = true;
         break;
       case ':':
         *error = std::string("missing value after ") + subArgv[optind - 1] + "; see --help";

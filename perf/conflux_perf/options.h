@@ -37,6 +37,7 @@ struct Options {
   bool pin = false;              ///< --pin: rank r runs on core r % cores
   std::string backend = "conflux";  ///< --backend conflux|mpi
   std::string compare;           ///< --compare mpi (empty: no comparison)
+  bool explain = false;          ///< --explain: the library logs its algorithm choices (rank 0, once per size)
   std::vector<std::string> argv; ///< the command line as given
 };
 

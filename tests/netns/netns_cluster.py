@@ -222,9 +222,13 @@ class Cluster:
     def __init__(self, nodes=2, ranks_per_node=1, rails="1", rate=None, prefix=None, verbose=False,
                  signals=True):
         self.nodes = int(nodes)
-        self.ranks_per_node = int(ranks_per_node)
-        if not 1 <= self.nodes <= MAX_NODES or self.ranks_per_node < 1:
-            raise HarnessError("need 1..%d nodes and at least 1 rank per node" % MAX_NODES)
+        # One count for every node, or one per node ("2,1": uneven nodes).
+        counts = [int(x) for x in str(ranks_per_node).split(",")] if not isinstance(ranks_per_node, int) \
+            else [ranks_per_node]
+        self.node_ranks = counts * self.nodes if len(counts) == 1 else counts
+        if not 1 <= self.nodes <= MAX_NODES or len(self.node_ranks) != self.nodes or min(self.node_ranks) < 1:
+            raise HarnessError("need 1..%d nodes and at least 1 rank on each (one count, or one per node)" % MAX_NODES)
+        self.ranks_per_node = max(self.node_ranks)
         self.per_rank_rails = str(rails) == "per-rank"
         self.rails = self.ranks_per_node if self.per_rank_rails else int(rails)
         if not 1 <= self.rails <= MAX_RAILS:
@@ -261,6 +265,17 @@ class Cluster:
     @staticmethod
     def addr(node, rail=0):
         return "10.200.%d.%d" % (rail, node + 1)
+
+    def total_ranks(self):
+        return sum(self.node_ranks)
+
+    def locate(self, rank):
+        """(node, local rank) of global rank @p rank: nodes hold consecutive ranks."""
+        for node, count in enumerate(self.node_ranks):
+            if rank < count:
+                return node, rank
+            rank -= count
+        raise HarnessError("rank out of range")
 
     def rail_of(self, local_rank):
         return local_rank if self.per_rank_rails else 0
@@ -404,8 +419,9 @@ class Cluster:
         os.replace(tmp, path)
 
     def describe(self):
-        lines = ["netns: cluster %s: %d node(s) x %d rank(s), %d rail(s)%s; switch namespace %s" % (
-            self.prefix, self.nodes, self.ranks_per_node, self.rails,
+        per_node = str(self.node_ranks[0]) if len(set(self.node_ranks)) == 1 else "+".join(map(str, self.node_ranks))
+        lines = ["netns: cluster %s: %d node(s) x %s rank(s), %d rail(s)%s; switch namespace %s" % (
+            self.prefix, self.nodes, per_node, self.rails,
             ", rate %s per link and direction" % self.rate if self.rate else "", self.switch_ns)]
         for i in range(self.nodes):
             lines.append("netns:   node %d: %s  %s" % (i, self.node_ns(i), "  ".join(
@@ -467,13 +483,13 @@ class Cluster:
         return _cmd(self.exec_args(node, cmd), check=check, timeout=timeout)
 
     def rank_env(self, rank, port):
-        node, lr = divmod(rank, self.ranks_per_node)
+        node, lr = self.locate(rank)
         return {
             "CONFLUX_HOSTID": "node%d" % node,
             "CONFLUX_RANK": str(rank),
-            "CONFLUX_NRANKS": str(self.nodes * self.ranks_per_node),
+            "CONFLUX_NRANKS": str(self.total_ranks()),
             "CONFLUX_LOCAL_RANK": str(lr),
-            "CONFLUX_LOCAL_SIZE": str(self.ranks_per_node),
+            "CONFLUX_LOCAL_SIZE": str(self.node_ranks[node]),
             "CONFLUX_BOOTSTRAP_ADDR": "%s:%d" % (self.addr(0, 0), port),
             "CONFLUX_SECRET": self.secret,
             "CONFLUX_SOCKET_IFNAME": self.iface(self.rail_of(lr)),
@@ -483,7 +499,7 @@ class Cluster:
         }
 
     def start(self, cmd, env=None, capture=False, echo=True, port=None):
-        """Launches nodes x ranks_per_node copies of @p cmd, rank r = node * ranks_per_node + local rank,
+        """Launches one copy of @p cmd per rank, nodes holding consecutive ranks (node i's local rank k),
         each as `ip netns exec <node ns> env CONFLUX_...=... cmd` in its own process group. Output lines
         are echoed prefixed "[node i rank r]" (@p echo) and kept in the result (@p capture). @p env adds
         variables for every rank; in its values {node} {rank} {local_rank} {rail} {iface} {addr} become the
@@ -493,8 +509,8 @@ class Cluster:
         port = port or 20000 + secrets.randbelow(20000)
         ranks = []
         try:
-            for rank in range(self.nodes * self.ranks_per_node):
-                node, lr = divmod(rank, self.ranks_per_node)
+            for rank in range(self.total_ranks()):
+                node, lr = self.locate(rank)
                 vars_ = self.rank_env(rank, port)
                 fields = {"node": node, "rank": rank, "local_rank": lr, "rail": self.rail_of(lr),
                           "iface": self.iface(self.rail_of(lr)), "addr": self.addr(node, self.rail_of(lr))}
@@ -631,7 +647,7 @@ def cleanup_stale():
 # ------------------------------------------------------------------------------------------------ CLI
 def _add_cluster_args(p, nodes_required=True):
     p.add_argument("--nodes", type=int, required=nodes_required, default=None if nodes_required else 2)
-    p.add_argument("--ranks-per-node", type=int, default=1)
+    p.add_argument("--ranks-per-node", default="1", help="ranks on every node, or one count per node: 2,1")
     p.add_argument("--rails", default="1", help="1 (default), N, or per-rank (one rail per local rank)")
     p.add_argument("--rate", help="tc tbf rate of every inter-node link and direction, e.g. 2gbit")
     p.add_argument("--prefix", help="namespace prefix (default: cfxt + random hex)")

@@ -29,7 +29,7 @@ def mpi_problem():
 def mpirun_args(cluster, cmd, pin=True, mca=None):
     """The command line that runs @p cmd as every rank of @p cluster under Open MPI; run it inside node 0
     (cluster.run_in(0, ...)). @p mca adds --mca settings (dict)."""
-    hosts = ",".join("%s:%d" % (cluster.addr(n, 0), cluster.ranks_per_node) for n in range(cluster.nodes))
+    hosts = ",".join("%s:%d" % (cluster.addr(n, 0), cluster.node_ranks[n]) for n in range(cluster.nodes))
     ifaces = ",".join(cluster.iface(r) for r in range(cluster.rails))
     settings = {
         "plm_rsh_agent": AGENT,
@@ -39,7 +39,7 @@ def mpirun_args(cluster, cmd, pin=True, mca=None):
         "btl": "tcp,vader,self",
     }
     settings.update(mca or {})
-    args = ["mpirun", "-np", str(cluster.nodes * cluster.ranks_per_node), "--host", hosts,
+    args = ["mpirun", "-np", str(cluster.total_ranks()), "--host", hosts,
             "--map-by", "slot", "--bind-to", "none",
             "-x", "NETNS_CLUSTER_PREFIX"]
     for k, v in settings.items():

@@ -46,8 +46,13 @@ TEST(CostModel, LatencyBoundSmallMessagesPreferFewSteps) {
   const CostParams p = rateLimitedLink();
   // 2(n-1) ring steps against 2 log2(n) for recursive halving/doubling.
   EXPECT_LT(t(Algo::RecHalvingDoubling, 8, twoByTwo(), p), t(Algo::Ring, 8, twoByTwo(), p));
+  // 64 ranks on 8 nodes: 126 ring steps against log-depth trees (whose root crosses alone) and rhd (whose
+  // 8 ranks per node queue on the one NIC).
   const CostShape wide{64, 8, 8, true};
-  EXPECT_LT(t(Algo::RecHalvingDoubling, 8, wide, p), t(Algo::Ring, 8, wide, p) / 4);
+  EXPECT_LT(t(Algo::BinomialTree, 8, wide, p), t(Algo::Ring, 8, wide, p) / 4);
+  EXPECT_LT(t(Algo::RecHalvingDoubling, 8, wide, p), t(Algo::Ring, 8, wide, p) / 2);
+  // On the 2 x 2 namespaces the tree's 4 rounds, one crossing each, beat rhd's 4 with both ranks crossing.
+  EXPECT_LT(t(Algo::BinomialTree, 8, twoByTwo(), p), t(Algo::RecHalvingDoubling, 8, twoByTwo(), p));
 }
 
 TEST(CostModel, OnlyCostedCandidatesAreRanked) {
@@ -129,8 +134,7 @@ TEST(Selector, AcrossNodesTakesTheCheapestCandidateAndNamesThem) {
   EXPECT_NE(big.reason.find("cost model (test): hier "), std::string::npos) << big.reason;
   EXPECT_NE(big.reason.find(" < ring "), std::string::npos) << big.reason;
   const Selection small = sel.select(Collective::AllReduce, 8, shape);
-  EXPECT_NE(small.algo, Algo::Hierarchical);
-  EXPECT_NE(small.algo, Algo::Ring);
+  EXPECT_EQ(small.algo, Algo::BinomialTree) << small.reason;
   // Uneven nodes (2 + 1): no hierarchical candidate, and a forced one falls back with the reason.
   shape.nranks = 3;
   shape.ranksPerNode = 0;
