@@ -25,7 +25,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns_cluster as nc  # noqa: E402
-from netns_bench import human, parse_size, pin_line, tool  # noqa: E402
+from netns_bench import human, parse_size, pin_line, skipped, tool  # noqa: E402
 
 CHOICE = re.compile(r"allreduce count=(\d+) float32 sum root=0: (\S+) \((.*)\)$")
 
@@ -77,9 +77,7 @@ def main(argv=None):
     ap.add_argument("--markdown")
     a = ap.parse_args(argv)
 
-    problem = nc.capability_problem() or (nc.tc_problem() if a.rate else None)
-    if problem:
-        print("netns: skipped: " + problem, flush=True)
+    if skipped(a.rate):
         return nc.SKIP_RC
     perf = tool(a.build, "perf", "conflux_perf", "conflux-perf")
     algos = a.algos.split(",") + ["auto"]

@@ -51,6 +51,14 @@ def tool(build, *parts):
     return path
 
 
+def skipped(rate=None):
+    """True (after printing the reason) when namespaces, or tc for a rate limit, are unavailable here."""
+    problem = nc.capability_problem() or (nc.tc_problem() if rate else None)
+    if problem:
+        print("netns: skipped: " + problem, flush=True)
+    return problem is not None
+
+
 def pin_line(cores):
     return 'exec taskset -c $((CONFLUX_RANK %% %d)) "$@"' % cores
 
@@ -176,9 +184,7 @@ def main(argv=None):
     ap.add_argument("--markdown", help="also write the report to this file")
     a = ap.parse_args(argv)
 
-    problem = nc.capability_problem() or (nc.tc_problem() if a.rate else None)
-    if problem:
-        print("netns: skipped: " + problem, flush=True)
+    if skipped(a.rate):
         return nc.SKIP_RC
     perf = tool(a.build, "perf", "conflux_perf", "conflux-perf")
     pingpong = tool(a.build, "transport", "ofi", "conflux-ofi-pingpong")
