@@ -96,15 +96,26 @@ struct Model {
     const double out = multiNode() ? p.inter.alpha + c * (d - local) * share(1) / p.inter.bandwidth : 0;
     return std::max({in, out, p.intra.alpha});
   }
+  /// A chunk's trip through the levels: level k (distance 2^k) crosses nodes when 2^k >= L.
+  double treeLevels(double c, bool reducing) const {
+    double t = 0;
+    for (int k = 0; k < depth(); ++k) {
+      const bool crosses = multiNode() && (1 << k) >= sh.ranksPerNode;
+      t += (crosses ? inter(c, 1) : intra(c)) + (reducing ? reduce(c) : 0);
+    }
+    return t;
+  }
+  /// Pipelined: the first chunk goes through every level, later ones follow a round apart, a round
+  /// lasting as long as the root's sends to all its children.
   double treeBroadcast() const {
     const double c = std::min(S, chunk());
     const double chunks = std::max(1.0, std::ceil(S / chunk()));
-    return (chunks + depth() - 1) * treeRound(c);
+    return treeLevels(c, false) + (chunks - 1) * treeRound(c);
   }
   double treeReduce() const {
     const double c = std::min(S, chunk());
     const double chunks = std::max(1.0, std::ceil(S / chunk()));
-    return (chunks + depth() - 1) * (treeRound(c) + depth() * reduce(c));
+    return treeLevels(c, true) + (chunks - 1) * (treeRound(c) + depth() * reduce(c));
   }
   double treeAllReduce() const { return treeReduce() + treeBroadcast(); }
 
