@@ -21,7 +21,7 @@ namespace {
 constexpr std::array<Algo, kNumAlgos> kAllAlgos = {
     Algo::Ring,    Algo::RecHalvingDoubling, Algo::BinomialTree, Algo::DoubleBinaryTree,
     Algo::OneShot, Algo::TwoShot,            Algo::Pairwise,     Algo::Direct,
-    Algo::Hierarchical,
+    Algo::Hierarchical, Algo::HierarchicalRhd,
 };
 
 bool supportsCollective(Algo a, Collective c) {
@@ -42,6 +42,7 @@ bool supportsCollective(Algo a, Collective c) {
     case Algo::Pairwise:
       return c == C::AllToAll;
     case Algo::Hierarchical:
+    case Algo::HierarchicalRhd:
       return c == C::AllReduce;
   }
   return false;
@@ -74,6 +75,7 @@ std::string_view algoName(Algo a) {
     case Algo::Pairwise: return "pairwise";
     case Algo::Direct: return "direct";
     case Algo::Hierarchical: return "hier";
+    case Algo::HierarchicalRhd: return "hier_rhd";
   }
   return "unknown";
 }
@@ -111,7 +113,8 @@ Plan buildPlan(Algo a, const PlanParams& p) {
     case Algo::TwoShot: return sched::buildTwoShot(p);
     case Algo::Pairwise: return sched::buildPairwise(p);
     case Algo::Direct: return sched::buildDirect(p);
-    case Algo::Hierarchical: return sched::buildHierarchical(p);
+    case Algo::Hierarchical: return sched::buildHierarchical(p, Algo::Ring);
+    case Algo::HierarchicalRhd: return sched::buildHierarchical(p, Algo::RecHalvingDoubling);
   }
   sched::unsupported(std::string(algoName(a)), p.coll);
 }

@@ -25,10 +25,11 @@ enum class Algo : uint8_t {
   Pairwise,            ///< All-to-all in n-1 pairwise exchange rounds.
   Direct,              ///< Load/store on every rank's own buffers (all mapped by every peer): no copies.
   Hierarchical,        ///< Across nodes: reduce-scatter in the node, per-shard rings between nodes, all-gather.
+  HierarchicalRhd,     ///< The same with recursive halving-doubling between nodes (log2 N latency).
 };
-inline constexpr int kNumAlgos = 9;
+inline constexpr int kNumAlgos = 10;
 
-/// Short name: "ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise", "direct", "hier".
+/// Short name: "ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise", "direct", "hier", "hier_rhd".
 std::string_view algoName(Algo a);
 
 /// Inverse of algoName (exact, lower-case match); nullopt for an unknown name.

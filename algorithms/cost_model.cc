@@ -134,19 +134,37 @@ struct Model {
   // ---- hierarchical (hierarchical.cc): segments of L chunks, each starting one round after the previous
   // one, so a round carries the inter-node steps of up to 2(N-1) segments in flight and the intra-node
   // steps of others. Every round costs a latency; the bytes flow at the slower of the two link classes.
-  double hierAllReduce() const {
-    const int N = sh.nodes, L = sh.ranksPerNode;
+  /// `innerRounds`: rounds of the inter-node phase of one segment; `innerBytes`: bytes a rank sends in it
+  /// for the whole vector (its shard of every segment); `overlap`: segments overlap in that phase (ring:
+  /// one round apart), else they follow each other.
+  double hierarchical(double innerRounds, double innerBytes, bool overlap) const {
+    const int L = sh.ranksPerNode;
     const double segments = std::max(1.0, std::ceil(S / (chunk() * L)));
     // Rounds with an inter-node step (all L ranks cross at once), and the intra-node fill, drain and
     // Finalize rounds.
-    const double networkRounds = segments + 2.0 * (N - 1) - 1;
+    const double networkRounds = overlap ? segments + innerRounds - 1 : segments * innerRounds;
     const double localRounds = 2.0 * (L - 1) + 1;
-    const double netBytes = 2.0 * (N - 1) / N * S / L;  // per rank, over its rail(s)
     const double intraBytes = L > 1 ? 2.0 * (L - 1) / L * S : 0;
-    const double reduceBytes = (L - 1.0) / L * S + (N - 1.0) / N * S / L;
+    const double reduceBytes = (L - 1.0) / L * S + innerBytes / 2;
     const double netAlpha = p.inter.alpha * std::max(1.0, share(L));
     return networkRounds * std::max(netAlpha, p.intra.alpha) + localRounds * p.intra.alpha +
-           std::max(netBytes * share(L) / p.inter.bandwidth, intraBytes / p.intra.bandwidth) + reduce(reduceBytes);
+           std::max(innerBytes * share(L) / p.inter.bandwidth, intraBytes / p.intra.bandwidth) + reduce(reduceBytes);
+  }
+  double hierAllReduce() const {
+    const int N = sh.nodes, L = sh.ranksPerNode;
+    return hierarchical(2.0 * (N - 1), 2.0 * (N - 1) / N * S / L, true);
+  }
+  double hierRhdAllReduce() const {
+    const int N = sh.nodes, L = sh.ranksPerNode;
+    int P = 1, steps = 0;
+    while (P * 2 <= N) {
+      P *= 2;
+      ++steps;
+    }
+    const bool folds = P != N;
+    const double rounds = 2.0 * steps + (folds ? 2 : 0);
+    const double bytes = 2.0 * (P - 1) / P * S / L + (folds ? 2.0 * S / L : 0);
+    return hierarchical(rounds, bytes, false);
   }
 
   // ---- pairwise all-to-all (pairwise.cc)
@@ -194,6 +212,9 @@ double predictSeconds(Algo a, Collective c, uint64_t bytes, const CostShape& sha
     case Algo::Hierarchical:
       if (c != C::AllReduce || shape.nodes < 2 || !shape.uniform) return -1;
       return m.hierAllReduce();
+    case Algo::HierarchicalRhd:
+      if (c != C::AllReduce || shape.nodes < 2 || !shape.uniform) return -1;
+      return m.hierRhdAllReduce();
     case Algo::Pairwise:
       return c == C::AllToAll ? m.pairwise() : -1;
     case Algo::OneShot:

@@ -25,11 +25,22 @@
 // bytes, and both ends of every message emit it in the same round and in segment order, so rounds stay
 // conflict-free and messages match in FIFO order.
 //
+// hier_rhd (Algo::HierarchicalRhd) runs phase B by recursive halving-doubling instead: the plan of
+// rec_halving_doubling.cc for N ranks (inner rank = node index) on the shard, its peers mapped to the
+// ranks of equal local index, its send/recv to the shard, its scratch to a region per segment, its
+// Finalize dropped (phase F divides). Its latency grows with log2 N rather than N. Phase B then lasts as
+// many rounds as the longest of the node's inner plans, so phase C starts together on every local rank.
+//
 // Layouts that are not uniform (e.g. 2 + 1 ranks) or absent fall back to the flat ring schedule, named
-// "hier(ring)", so the plan is correct for every communicator.
+// "hier(ring)" (or "hier_rhd(ring)"), so the plan is correct for every communicator.
 #include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
 
+#include "algorithms/algorithms.h"
 #include "algorithms/schedule.h"
+#include "core/error.h"
 
 namespace conflux::sched {
 namespace {
@@ -41,13 +52,81 @@ struct Hier {
   uint32_t elt;
   uint64_t segElems;
   uint64_t count;
+  Algo inner = Algo::Ring;       // the inter-node all-reduce of phase B
+  const PlanParams* outer = nullptr;
+  std::map<uint64_t, Plan> innerPlans;  // phase B plans (inner != Ring) by shard length
+  uint64_t innerScratch = 0;            // the most scratch one of them needs
 
   int localPeer(int j) const { return lay.nodes[static_cast<size_t>(k)][static_cast<size_t>(mod(j, L))]; }
   int nodePeer(int j) const { return lay.nodes[static_cast<size_t>(mod(j, N))][static_cast<size_t>(li)]; }
   int roundsA() const { return L - 1; }
-  int roundsB() const { return 2 * (N - 1); }
-  int roundsPerSegment() const { return roundsA() + roundsB() + (L - 1) + 1; }  // + the Finalize round
   uint64_t segments() const { return std::max<uint64_t>(1, numChunks(count, segElems)); }
+  uint64_t segLen(uint64_t seg) const { return std::min(segElems, count - std::min(count, seg * segElems)); }
+  uint64_t shardLen(uint64_t seg, int j) const { return Blocks{segLen(seg), static_cast<uint64_t>(L)}.len(static_cast<uint64_t>(j)); }
+
+  /// My phase B plan for a shard of `len` elements (inner rank k of N), built once per length.
+  const Plan& innerPlan(uint64_t len) {
+    auto it = innerPlans.find(len);
+    if (it != innerPlans.end()) return it->second;
+    PlanParams q;
+    q.coll = Collective::AllReduce;
+    q.nranks = N;
+    q.rank = k;
+    q.count = len;
+    q.eltSize = elt;
+    q.chunkBytes = outer->chunkBytes;
+    Plan plan = buildPlan(inner, q);
+    innerScratch = std::max(innerScratch, plan.scratchBytes);
+    return innerPlans.emplace(len, std::move(plan)).first->second;
+  }
+  /// Phase B rounds of a segment: the same for every local rank of the node (the longest of their
+  /// plans), so that phase C starts in the same round on all of them.
+  int roundsB(uint64_t seg) {
+    if (inner == Algo::Ring) return 2 * (N - 1);
+    size_t most = 0;
+    for (int j = 0; j < L; ++j) most = std::max(most, innerPlan(shardLen(seg, j)).rounds.size());
+    return static_cast<int>(most);
+  }
+  int roundsPerSegment(uint64_t seg) { return roundsA() + roundsB(seg) + (L - 1) + 1; }  // + the Finalize round
+
+  /// Inner round `r` of my phase B plan for segment `seg`, with peers and buffers mapped: inner rank v is
+  /// node v's rank with my local index; inner send/recv are my shard (in recv after phase A, or in send
+  /// with one rank per node); scratch is a region per segment. Finalize is left to phase F.
+  void emitInner(uint64_t seg, int r) {
+    const uint64_t len = shardLen(seg, li);
+    const Plan& plan = innerPlan(len);
+    if (r >= static_cast<int>(plan.rounds.size())) return;
+    const uint64_t base = (seg * segElems + Blocks{segLen(seg), static_cast<uint64_t>(L)}.off(static_cast<uint64_t>(li))) * elt;
+    auto map = [&](BufRef ref) {
+      switch (ref.kind) {
+        case BufKind::Send: return L > 1 ? BufRef::recv(base + ref.offset) : BufRef::send(base + ref.offset);
+        case BufKind::Recv: return BufRef::recv(base + ref.offset);
+        case BufKind::Scratch: return BufRef::scratch(seg * innerScratchStride() + ref.offset);
+        case BufKind::Staging: break;
+      }
+      throw Error(Code::InternalError, "hierarchical: the inner plan " + plan.algorithm + " uses staging");
+    };
+    auto peer = [&](int v) { return lay.nodes[static_cast<size_t>(v)][static_cast<size_t>(li)]; };
+    const Round& round = plan.rounds[static_cast<size_t>(r)];
+    for (uint32_t i = 0; i < round.numOps; ++i) {
+      const Op& op = plan.ops[round.firstOp + i];
+      switch (op.kind) {
+        case OpKind::Send: b.send(peer(op.peer), map(plan.src(op, 0)), op.bytes); break;
+        case OpKind::Recv: b.recv(peer(op.peer), map(op.dst), op.bytes); break;
+        case OpKind::RecvReduce: b.recvReduce(peer(op.peer), map(op.dst), map(plan.src(op, 0)), op.bytes); break;
+        case OpKind::Copy: b.copy(map(op.dst), map(plan.src(op, 0)), op.bytes); break;
+        case OpKind::Reduce: {
+          std::vector<BufRef> srcs;
+          for (uint32_t j = 0; j < op.nsrc; ++j) srcs.push_back(map(plan.src(op, j)));
+          b.reduce(map(op.dst), srcs, op.bytes);
+          break;
+        }
+        case OpKind::Finalize: break;  // phase F divides the whole segment once
+        case OpKind::Barrier: throw Error(Code::InternalError, "hierarchical: the inner plan has a barrier");
+      }
+    }
+  }
+  uint64_t innerScratchStride() const { return (innerScratch + 63) / 64 * 64; }
 
   BufRef recvAt(uint64_t elem) const { return BufRef::recv(elem * elt); }
   BufRef sendAt(uint64_t elem) const { return BufRef::send(elem * elt); }
@@ -55,8 +134,8 @@ struct Hier {
   /// Round `idx` (0 <= idx < roundsPerSegment()) of segment `seg`.
   void emit(uint64_t seg, int idx) {
     const uint64_t segOff = seg * segElems;
-    const uint64_t segLen = std::min(segElems, count - std::min(count, segOff));
-    const Blocks shards{segLen, static_cast<uint64_t>(L)};
+    const uint64_t thisLen = segLen(seg);
+    const Blocks shards{thisLen, static_cast<uint64_t>(L)};
     auto shardOff = [&](int j) { return segOff + shards.off(static_cast<uint64_t>(j)); };
     auto shardLen = [&](int j) { return shards.len(static_cast<uint64_t>(j)); };
     if (idx < roundsA()) {  // A: intra-node reduce-scatter step s
@@ -67,7 +146,11 @@ struct Hier {
       return;
     }
     idx -= roundsA();
-    if (idx < roundsB()) {  // B: inter-node all-reduce of shard li
+    if (inner != Algo::Ring && idx < roundsB(seg)) {  // B with another inter-node algorithm
+      emitInner(seg, idx);
+      return;
+    }
+    if (inner == Algo::Ring && idx < roundsB(seg)) {  // B: inter-node all-reduce of shard li
       const uint64_t base = shardOff(li);
       const Blocks blocks{shardLen(li), static_cast<uint64_t>(N)};
       auto at = [&](int j) { return base + blocks.off(static_cast<uint64_t>(j)); };
@@ -87,7 +170,7 @@ struct Hier {
       }
       return;
     }
-    idx -= roundsB();
+    idx -= roundsB(seg);
     if (idx < L - 1) {  // C: intra-node all-gather step s
       const int s = idx;
       const int sb = mod(li - s, L), rb = mod(li - s - 1, L);
@@ -95,20 +178,31 @@ struct Hier {
       b.recv(localPeer(li - 1), recvAt(shardOff(rb)), shardLen(rb) * elt);
       return;
     }
-    b.finalize(recvAt(segOff), segLen * elt);  // the whole segment holds sums over every rank now
+    b.finalize(recvAt(segOff), thisLen * elt);  // the whole segment holds sums over every rank now
   }
 
   void allReduce() {
-    const int T = roundsPerSegment();
     const uint64_t S = segments();
-    const uint64_t D = 1;  // see the pipelining note above
-    const uint64_t total = (S - 1) * D + static_cast<uint64_t>(T);
+    // Segment s starts D rounds after segment s-1. With the ring between nodes D = 1 (the pipelining
+    // note above); another inner algorithm's plans need not put both ends of a message in the same
+    // round (recursive halving-doubling's folded ranks skip the rounds they sit out), so its segments do
+    // not overlap in phase B: D = the node's longest phase B (the same on every local rank).
+    const uint64_t D = inner == Algo::Ring ? 1 : static_cast<uint64_t>(std::max(1, roundsB(0)));
+    // Segment s runs its rounds [s * D, s * D + T(s)); T(s) is the same for every segment but maybe the
+    // last one.
+    std::vector<uint64_t> T(S);
+    uint64_t total = 0;
+    for (uint64_t seg = 0; seg < S; ++seg) {
+      T[seg] = static_cast<uint64_t>(roundsPerSegment(seg));
+      total = std::max(total, seg * D + T[seg]);
+    }
     for (uint64_t g = 0; g < total; ++g) {
       b.nextRound();
-      // Segments whose round g - seg * D is in [0, T), in segment order.
-      const uint64_t first = g + 1 > static_cast<uint64_t>(T) ? (g + 1 - static_cast<uint64_t>(T) + D - 1) / D : 0;
-      for (uint64_t seg = first; seg < S && seg * D <= g; ++seg) emit(seg, static_cast<int>(g - seg * D));
+      for (uint64_t seg = 0; seg < S && seg * D <= g; ++seg) {
+        if (g - seg * D < T[seg]) emit(seg, static_cast<int>(g - seg * D));
+      }
     }
+    if (innerScratch > 0) b.needScratch(S * innerScratchStride());
   }
 };
 
@@ -135,18 +229,21 @@ bool hierarchicalApplies(const PlanParams& p) {
   return ranks == static_cast<size_t>(p.nranks) && p.layout->nodes.size() > 1 && p.layout->nodes.front().size() > 0;
 }
 
-Plan buildHierarchical(const PlanParams& p) {
-  if (p.coll != Collective::AllReduce) unsupported("hier", p.coll);
+Plan buildHierarchical(const PlanParams& p, Algo inner) {
+  const std::string name = inner == Algo::Ring ? "hier" : "hier_" + std::string(algoName(inner));
+  if (p.coll != Collective::AllReduce) unsupported(name, p.coll);
   int node = 0, local = 0;
   if (!hierarchicalApplies(p) || !locate(*p.layout, p.rank, node, local)) {
     Plan flat = buildRing(p);
-    flat.algorithm = "hier(ring)";
+    flat.algorithm = name + "(ring)";
     return flat;
   }
-  PlanBuilder b("hier");
+  PlanBuilder b(name);
   const int N = static_cast<int>(p.layout->nodes.size());
   const int L = static_cast<int>(p.layout->nodes.front().size());
   Hier h{b, *p.layout, N, L, node, local, p.eltSize, 0, p.count};
+  h.inner = inner;
+  h.outer = &p;
   const uint64_t chunk = chunkElems(p);
   h.segElems = chunk > UINT64_MAX / 2 / static_cast<uint64_t>(L) ? UINT64_MAX / 2 : chunk * static_cast<uint64_t>(L);
   h.allReduce();

@@ -6,11 +6,13 @@
 #include <limits>
 #include <string>
 
+#include "algorithms/algorithms.h"
 #include "algorithms/plan.h"
 
 namespace conflux::sched {
 
-inline uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+/// ceil(a / b) without overflow (b may be near UINT64_MAX: "unchunked" chunk sizes).
+inline uint64_t ceilDiv(uint64_t a, uint64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
 inline int mod(int a, int n) { return ((a % n) + n) % n; }
 
 /// `count` elements split into `parts` contiguous blocks; the first count % parts get one extra.
@@ -75,7 +77,8 @@ Plan buildOneShot(const PlanParams& p, const std::string& name);
 Plan buildTwoShot(const PlanParams& p);
 Plan buildPairwise(const PlanParams& p);
 Plan buildDirect(const PlanParams& p);
-Plan buildHierarchical(const PlanParams& p);
+/// `inner`: the inter-node all-reduce of phase B (Ring, or any algorithm building all-reduce plans).
+Plan buildHierarchical(const PlanParams& p, Algo inner);
 /// Whether p.layout gives the hierarchical algorithms a uniform multi-node layout of p.nranks ranks.
 bool hierarchicalApplies(const PlanParams& p);
 

@@ -33,7 +33,7 @@ std::shared_ptr<const NodeLayout> fromNodeOf(std::vector<int> nodeOf) {
 constexpr RedOp kOps[] = {RedOp::Sum, RedOp::Avg, RedOp::Max, RedOp::Min, RedOp::Prod};
 constexpr uint32_t kElts[] = {1, 2, 4, 8};
 
-int runAll(const std::shared_ptr<const NodeLayout>& layout, int nranks, const std::string& what) {
+int runOne(const std::shared_ptr<const NodeLayout>& layout, int nranks, const std::string& what, Algo algo) {
   int runs = 0, failures = 0;
   const uint64_t n = static_cast<uint64_t>(nranks);
   const std::vector<uint64_t> counts = {0, 1, 7, n - 1, n + 1, 2 * n + 3, 1023, 4099};
@@ -54,14 +54,21 @@ int runAll(const std::shared_ptr<const NodeLayout>& layout, int nranks, const st
           cfg.inPlace = inPlace;
           cfg.calls = 2;
           cfg.seed = static_cast<uint64_t>(runs) * 7919 + count;
-          const SimResult r = simulate(cfg, Algo::Hierarchical);
+          const SimResult r = simulate(cfg, algo);
           ++runs;
-          if (!r.ok && ++failures <= 5) ADD_FAILURE() << what << ": " << describe(cfg) << ": " << r.error;
+          if (!r.ok && ++failures <= 5) {
+            ADD_FAILURE() << algoName(algo) << " " << what << ": " << describe(cfg) << ": " << r.error;
+          }
         }
       }
     }
   }
   return runs;
+}
+
+/// Both hierarchical algorithms: ring and recursive halving-doubling between nodes.
+int runAll(const std::shared_ptr<const NodeLayout>& layout, int nranks, const std::string& what) {
+  return runOne(layout, nranks, what, Algo::Hierarchical) + runOne(layout, nranks, what, Algo::HierarchicalRhd);
 }
 
 TEST(HierSim, BlockLayouts) {
@@ -72,7 +79,7 @@ TEST(HierSim, BlockLayouts) {
                      std::to_string(nodes) + "x" + std::to_string(perNode) + " blocks");
     }
   }
-  EXPECT_GT(runs, 4000);
+  EXPECT_GT(runs, 8000);
 }
 
 TEST(HierSim, RoundRobinLayouts) {
@@ -102,6 +109,7 @@ TEST(HierSim, UnevenLayoutsFallBackToTheRing) {
     p.count = 100;
     p.layout = layout;
     EXPECT_EQ(buildPlan(Algo::Hierarchical, p).algorithm, "hier(ring)");
+    EXPECT_EQ(buildPlan(Algo::HierarchicalRhd, p).algorithm, "hier_rhd(ring)");
   }
   PlanParams p;  // no layout at all
   p.nranks = 3;
@@ -116,15 +124,16 @@ TEST(HierSim, PlansTalkAcrossNodesOnlyBetweenEqualLocalIndices) {
   p.count = 1 << 16;
   p.chunkBytes = 4096;
   p.layout = layout;
-  for (int r = 0; r < 12; ++r) {
-    p.rank = r;
-    const Plan plan = buildPlan(Algo::Hierarchical, p);
-    EXPECT_EQ(plan.algorithm, "hier");
+  for (int r = 0; r < 24; ++r) {
+    p.rank = r % 12;
+    const Algo algo = r < 12 ? Algo::Hierarchical : Algo::HierarchicalRhd;
+    const Plan plan = buildPlan(algo, p);
+    EXPECT_EQ(plan.algorithm, algoName(algo));
     for (const Op& op : plan.ops) {
       if (op.kind != OpKind::Send && op.kind != OpKind::Recv && op.kind != OpKind::RecvReduce) continue;
-      EXPECT_NE(op.peer, r);
-      if (op.peer / 4 != r / 4) {
-        EXPECT_EQ(op.peer % 4, r % 4) << "rank " << r << " talks to " << op.peer;
+      EXPECT_NE(op.peer, p.rank);
+      if (op.peer / 4 != p.rank / 4) {
+        EXPECT_EQ(op.peer % 4, p.rank % 4) << algoName(algo) << ": rank " << p.rank << " talks to " << op.peer;
       }
     }
   }
