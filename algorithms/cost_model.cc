@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "algorithms/schedule.h"
 #include "core/error.h"
 
 namespace conflux {
@@ -67,8 +68,7 @@ struct Model {
   /// Time of the halving (or doubling) steps; distance-m exchanges cross nodes when m >= L, all local
   /// ranks at once.
   double rhdSteps(bool reducing) const {
-    int P = 1;
-    while (P * 2 <= sh.nranks) P *= 2;
+    const int P = sched::largestPowerOfTwo(sh.nranks);
     double t = 0;
     for (int m = P / 2; m >= 1; m /= 2) {
       const double b = S * m / P;
@@ -79,9 +79,7 @@ struct Model {
     return t;
   }
   double rhdFold() const {
-    int P = 1;
-    while (P * 2 <= sh.nranks) P *= 2;
-    return P == sh.nranks ? 0.0 : intra(S);  // pairs r, r+1 are neighbours: usually one node
+    return sched::largestPowerOfTwo(sh.nranks) == sh.nranks ? 0.0 : intra(S);  // pairs r, r+1 are neighbours: usually one node
   }
   double rhdAllReduce() const { return 2 * rhdFold() + reduce(rhdFold() > 0 ? S : 0) + rhdSteps(true) + rhdSteps(false); }
   double rhdReduceScatter() const { return rhdFold() + rhdSteps(true); }
@@ -156,11 +154,8 @@ struct Model {
   }
   double hierRhdAllReduce() const {
     const int N = sh.nodes, L = sh.ranksPerNode;
-    int P = 1, steps = 0;
-    while (P * 2 <= N) {
-      P *= 2;
-      ++steps;
-    }
+    const int P = sched::largestPowerOfTwo(N);
+    const double steps = std::log2(double(P));
     const bool folds = P != N;
     const double rounds = 2.0 * steps + (folds ? 2 : 0);
     const double bytes = 2.0 * (P - 1) / P * S / L + (folds ? 2.0 * S / L : 0);

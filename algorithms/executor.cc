@@ -22,11 +22,11 @@ constexpr std::byte kZeros[kWireAlign] = {};
 // With messages to or from other nodes in flight nobody rings the doorbell for their completions: a
 // waiting rank blocks on the transport's completion queues instead, this long at a time, so that shared-
 // memory peers and the health checks are still looked at often.
-constexpr auto kNetWait = std::chrono::milliseconds(1);
+constexpr Clock::duration kNetWait = std::chrono::milliseconds(1);
 // While shared-memory operations of the round are also unfinished: a peer's write rings the shared-memory
 // doorbell, which a rank blocked on the network's wait objects cannot hear, so it looks again this soon
 // (hierarchical plans mix both kinds in every round).
-constexpr auto kMixedNetWait = std::chrono::microseconds(50);
+constexpr Clock::duration kMixedNetWait = std::chrono::microseconds(50);
 // Bounce-buffer regions of one round start at multiples of this.
 constexpr uint64_t kBounceAlign = 64;
 
@@ -143,8 +143,7 @@ class RankExecutor {
       if (netPending_ > 0) {
         // Network completions ring no doorbell: block on the transport instead, briefly, so that
         // shared-memory peers of this round are not left waiting long.
-        env_.net->poll(Clock::now() + (shmPending_ ? std::chrono::duration_cast<Clock::duration>(kMixedNetWait)
-                                                   : std::chrono::duration_cast<Clock::duration>(kNetWait)));
+        env_.net->poll(Clock::now() + (shmPending_ ? kMixedNetWait : kNetWait));
       } else {
         world_->sleep(seen, kMaxSleepMs);
       }

@@ -1,6 +1,8 @@
 #include "algorithms/plan.h"
 
 #include <algorithm>
+#include <string>
+#include <unordered_map>
 
 namespace conflux {
 
@@ -151,19 +153,21 @@ bool NodeLayout::uniform() const {
   return true;
 }
 
-NodeLayout NodeLayout::fromNodeOf(const std::vector<int>& nodeOfRank) {
+namespace {
+template <class Key>
+NodeLayout layoutOf(const std::vector<Key>& nodeOfRank) {
   NodeLayout l;
-  std::vector<int> keys;  // node keys in order of first appearance (so nodes are ordered by lowest rank)
+  std::unordered_map<Key, size_t> node;  // numbered by first appearance, so nodes are ordered by lowest rank
   for (size_t r = 0; r < nodeOfRank.size(); ++r) {
-    size_t k = 0;
-    while (k < keys.size() && keys[k] != nodeOfRank[r]) ++k;
-    if (k == keys.size()) {
-      keys.push_back(nodeOfRank[r]);
-      l.nodes.emplace_back();
-    }
-    l.nodes[k].push_back(static_cast<int>(r));
+    auto [it, added] = node.try_emplace(nodeOfRank[r], l.nodes.size());
+    if (added) l.nodes.emplace_back();
+    l.nodes[it->second].push_back(static_cast<int>(r));
   }
   return l;
 }
+}  // namespace
+
+NodeLayout NodeLayout::fromNodeOf(const std::vector<int>& nodeOfRank) { return layoutOf(nodeOfRank); }
+NodeLayout NodeLayout::fromNodeOf(const std::vector<std::string>& hostOfRank) { return layoutOf(hostOfRank); }
 
 }  // namespace conflux

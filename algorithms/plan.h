@@ -102,8 +102,9 @@ struct NodeLayout {
 
   /// Every node has the same number of ranks (and there is at least one).
   bool uniform() const;
-  /// Builds the layout from each rank's node key (e.g. host identity index), in rank order.
+  /// Builds the layout from each rank's node key (a node number, or a host identity), in rank order.
   static NodeLayout fromNodeOf(const std::vector<int>& nodeOfRank);
+  static NodeLayout fromNodeOf(const std::vector<std::string>& hostOfRank);
 };
 
 /// What an algorithm needs to know to build one rank's plan.

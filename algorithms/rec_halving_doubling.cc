@@ -31,10 +31,7 @@ struct Rhd {
   int pow2 = 1, extra = 0;
 
   Rhd(PlanBuilder& builder, const PlanParams& p) : b(builder), n(p.nranks), r(p.rank), elt(p.eltSize),
-      chunk(chunkElems(p)) {
-    while (pow2 * 2 <= n) pow2 *= 2;
-    extra = n - pow2;
-  }
+      chunk(chunkElems(p)), pow2(largestPowerOfTwo(n)), extra(n - pow2) {}
   int newRank() const { return r < 2 * extra ? (r % 2 ? r / 2 : -1) : r - extra; }
   int oldRank(int nr) const { return nr < extra ? 2 * nr + 1 : nr + extra; }
   /// First original rank of group g (g in [0, pow2]); group g stands for [first(g), first(g+1)).

@@ -14,6 +14,12 @@ namespace conflux::sched {
 /// ceil(a / b) without overflow (b may be near UINT64_MAX: "unchunked" chunk sizes).
 inline uint64_t ceilDiv(uint64_t a, uint64_t b) { return a == 0 ? 0 : (a - 1) / b + 1; }
 inline int mod(int a, int n) { return ((a % n) + n) % n; }
+/// The largest power of two <= n (1 for n <= 1).
+inline int largestPowerOfTwo(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
 
 /// `count` elements split into `parts` contiguous blocks; the first count % parts get one extra.
 struct Blocks {

@@ -89,17 +89,8 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     if (std::strncmp(p.machineId, mine.machineId, sizeof p.machineId) == 0) ++ranksOnMachine_;
   }
   LocalLayout layout = computeLocalLayout(hosts, rank);
-  {
-    // Node of every rank, for the hierarchical algorithms (nodes numbered by first appearance).
-    std::vector<std::string> seen;
-    std::vector<int> nodeOf(static_cast<size_t>(nranks));
-    for (int r = 0; r < nranks; ++r) {
-      auto it = std::find(seen.begin(), seen.end(), hosts[r]);
-      nodeOf[static_cast<size_t>(r)] = static_cast<int>(it - seen.begin());
-      if (it == seen.end()) seen.push_back(hosts[r]);
-    }
-    nodeLayout_ = std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(nodeOf));
-  }
+  // Ranks of every node, for the hierarchical algorithms (nodes numbered by first appearance).
+  nodeLayout_ = std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(hosts));
   localRank_ = layout.localRank;
   localSize_ = layout.localSize;
   numNodes_ = layout.numNodes;

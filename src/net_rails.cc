@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
 
 #include "core/config.h"
 #include "core/error.h"
@@ -38,6 +41,21 @@ std::vector<int> unpackCpus(const uint8_t* blob) {
 }
 
 #if CONFLUX_HAVE_TOPOLOGY
+// The machine does not change while the process runs: discover it (hwloc walks sysfs) once, not for every
+// communicator; a different CONFLUX_TOPO_FILE is loaded anew.
+topo::Machine cachedTopology() {
+  static std::mutex mutex;
+  static std::string loadedFrom;
+  static std::optional<topo::Machine> machine;
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::string file = config::getString(config::Var::TOPO_FILE);
+  if (!machine || loadedFrom != file) {
+    machine = topo::loadTopology();
+    loadedFrom = file;
+  }
+  return *machine;
+}
+
 // This rank's domains by topology; every local rank computes the same assignment from the same inputs.
 std::vector<std::string> nearestDomains(int localRank, const BlobAllGather& localAllGather, bool userChose) {
   const std::vector<uint8_t> mine = packCpus(topo::processCpus());
@@ -46,7 +64,7 @@ std::vector<std::string> nearestDomains(int localRank, const BlobAllGather& loca
   std::vector<topo::RankLocality> ranks(all.size() / mine.size());
   for (size_t r = 0; r < ranks.size(); ++r) ranks[r].cpus = unpackCpus(all.data() + r * mine.size());
   try {
-    topo::Machine m = topo::loadTopology();
+    topo::Machine m = cachedTopology();
     // A topology file may name the domains itself (fixtures); otherwise match the provider's by PCI id.
     const bool named = std::any_of(m.nics.begin(), m.nics.end(), [](const topo::Nic& n) { return !n.fabricDomain.empty(); });
     if (!named) {
