@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "src/communicator.h"
+#include "src/device_memory.h"
 #include "src/group.h"
 #include "src/store_registry.h"
 #include "src/validate.h"
@@ -64,9 +65,14 @@ Status checkComm(const cfxComm* comm) {
   return Status::ok();
 }
 
-Status checkStream(cfxStream_t stream) {
-  if (stream != nullptr) {
+/// A stream orders calls on device buffers; host buffers complete before the call returns and take none.
+Status checkStream(cfxStream_t stream, bool touchesDevice) {
+  if (stream != nullptr && !touchesDevice) {
+#if CONFLUX_HAVE_CUDA
+    return Status(Code::InvalidArgument, "stream: must be NULL for host buffers");
+#else
     return Status(Code::InvalidArgument, "stream: must be NULL for host buffers (this build has no CUDA support)");
+#endif
   }
   return Status::ok();
 }
@@ -76,7 +82,12 @@ cfxResult_t collective(const char* fn, CallArgs a, int dtype, int op, bool needs
   return guarded(fn, [&]() -> Status {
     if (Status s = checkComm(comm); !s) return s;
     if (Status s = validateEnums(dtype, op, needsOp); !s) return s;
-    if (Status s = checkStream(stream); !s) return s;
+    if (Status s = checkStream(stream, stream != nullptr && (placeOf(a.send).space == MemSpace::Cuda ||
+                                                             placeOf(a.recv).space == MemSpace::Cuda));
+        !s) {
+      return s;
+    }
+    a.stream = stream;
     a.dtype = static_cast<DataType>(dtype);
     a.op = needsOp ? static_cast<RedOp>(op) : RedOp::Sum;
     if (Status s = validateCollective(a, comm->impl->rank(), comm->impl->nranks()); !s) return s;
@@ -92,11 +103,11 @@ cfxResult_t pointToPoint(const char* fn, bool isSend, const void* buf, size_t co
                          cfxComm_t comm, cfxStream_t stream) {
   return guarded(fn, [&]() -> Status {
     if (Status s = checkComm(comm); !s) return s;
-    if (Status s = checkStream(stream); !s) return s;
+    if (Status s = checkStream(stream, stream != nullptr && placeOf(buf).space == MemSpace::Cuda); !s) return s;
     if (Status s = validateP2p(buf, count, dtype, peer, comm->impl->nranks(), isSend ? "sendbuff" : "recvbuff"); !s) {
       return s;
     }
-    P2pOp op{isSend, buf, count * dataTypeSize(static_cast<DataType>(dtype)), peer};
+    P2pOp op{isSend, buf, count * dataTypeSize(static_cast<DataType>(dtype)), peer, stream};
     if (group::active()) {
       group::enqueue(comm->impl.get(), op);
       return Status::ok();

@@ -13,6 +13,9 @@
 #include "core/config.h"
 #include "core/host_id.h"
 #include "core/log.h"
+#if CONFLUX_HAVE_CUDA
+#include "src/device_call.h"
+#endif
 #if CONFLUX_HAVE_OFI
 #include "src/cost_probe.h"
 #include "src/net_rails.h"
@@ -234,6 +237,34 @@ Status CommunicatorImpl::run(const CallArgs& a) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (Status e = asyncError(); !e) return Status(e.code(), "communicator is out of service: " + e.message());
   if (a.count == 0) return Status::ok();
+#if CONFLUX_HAVE_CUDA
+  if (DeviceCalls::touchesDevice(a)) {
+    Status s = device().run(a);
+    if (!s && s.code() != Code::InvalidUsage) return failed(s);
+    return s;
+  }
+#endif
+  return runLocked(a);
+}
+
+#if CONFLUX_HAVE_CUDA
+DeviceCalls& CommunicatorImpl::device() {
+  if (!device_) {
+    DeviceCalls::Setup setup;
+    setup.rank = rank_;
+    setup.nranks = nranks_;
+    setup.oneNode = numNodes_ == 1;
+    setup.timeoutMs = env_.timeoutMs;
+    device_ = std::make_shared<DeviceCalls>(
+        setup, [this](const CallArgs& h) { return runLocked(h); },
+        [this](const std::vector<P2pOp>& ops) { return runP2pLocked(ops); });
+    deviceForErrors_.store(device_.get(), std::memory_order_release);
+  }
+  return *device_;
+}
+#endif
+
+Status CommunicatorImpl::runLocked(const CallArgs& a) {
   const auto elt = static_cast<uint32_t>(dataTypeSize(a.dtype));
   if (numNodes_ == 1 && eagerInputBytes(a.coll, a.count, elt, nranks_) <= eagerBytes_ && !selector_.forces(a.coll)) {
     return runEagerCall(a);
@@ -314,6 +345,17 @@ Status CommunicatorImpl::runEagerCall(const CallArgs& a) {
 Status CommunicatorImpl::runP2p(const std::vector<P2pOp>& ops) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (Status e = asyncError(); !e) return Status(e.code(), "communicator is out of service: " + e.message());
+#if CONFLUX_HAVE_CUDA
+  if (DeviceCalls::touchesDevice(ops)) {
+    Status s = device().runP2p(ops);
+    if (!s && s.code() != Code::InvalidUsage) return failed(s);
+    return s;
+  }
+#endif
+  return runP2pLocked(ops);
+}
+
+Status CommunicatorImpl::runP2pLocked(const std::vector<P2pOp>& ops) {
 
   // One round: every send and receive progresses concurrently, so batched exchanges cannot deadlock.
   // Sends to self are matched in order with receives from self and become local copies.
@@ -386,6 +428,11 @@ Status CommunicatorImpl::asyncError() const {
     std::lock_guard<std::mutex> lock(errorMutex_);
     return error_;
   }
+#if CONFLUX_HAVE_CUDA
+  if (const DeviceCalls* d = deviceForErrors_.load(std::memory_order_acquire)) {
+    if (Status e = d->asyncError(); !e) return e;
+  }
+#endif
   // A failure elsewhere is visible here even while this rank is between calls.
   if (world_) {
     if (auto e = world_->error()) {

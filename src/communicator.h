@@ -24,6 +24,7 @@ namespace conflux {
 namespace ofi {
 class Transport;
 }
+class DeviceCalls;
 
 namespace bootstrap {
 struct UniqueId;
@@ -39,6 +40,7 @@ struct CallArgs {
   DataType dtype = DataType::Float32;
   RedOp op = RedOp::Sum;
   int root = 0;
+  void* stream = nullptr;  ///< cudaStream_t for device buffers
 };
 
 /// One send or receive of a point-to-point batch.
@@ -47,6 +49,7 @@ struct P2pOp {
   const void* buf = nullptr;  // recv buffers are cast back
   uint64_t bytes = 0;
   int peer = 0;
+  void* stream = nullptr;  ///< cudaStream_t for device buffers
 };
 
 class CommunicatorImpl {
@@ -89,6 +92,10 @@ class CommunicatorImpl {
   Status agreeOnDirect(const CallArgs& a, const BufferSizes& sizes, ExecBuffers& bufs, bool& direct);
   Status execute(const Plan& plan, const ExecBuffers& bufs, ExecCall call);
   Status runEagerCall(const CallArgs& a);
+  Status runLocked(const CallArgs& a);
+  Status runP2pLocked(const std::vector<P2pOp>& ops);
+  /// The device-buffer path, made at the first call that touches CUDA memory (null until then).
+  DeviceCalls& device();
   Status failed(const Status& s);
 
   int rank_ = 0;
@@ -128,6 +135,10 @@ class CommunicatorImpl {
   // A shared_ptr because its deleter is bound where it is created: builds without OFI never define
   // ofi::Transport's destructor.
   std::shared_ptr<ofi::Transport> net_;
+  // Made lazily (a host-only program never touches CUDA); a shared_ptr for the same reason as net_.
+  // Destroyed before net_ (declared after it): staged copies may still read the host staging buffer.
+  std::shared_ptr<DeviceCalls> device_;
+  std::atomic<const DeviceCalls*> deviceForErrors_{nullptr};
 };
 
 }  // namespace conflux

@@ -1,0 +1,300 @@
+// DeviceCalls: the CUDA-IPC all-reduce and the staging path (device_call.h).
+#include "src/device_call.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "algorithms/plan.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "kernels/cuda/ipc_allreduce.h"
+#include "kernels/cuda/reduce.h"
+#include "src/device_memory.h"
+#include "transport/cuda_ipc/ipc_workspace.h"
+
+namespace conflux {
+namespace {
+
+constexpr size_t kAlign = 64;
+
+size_t alignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+Status cudaFailure(const std::string& what, cudaError_t e) {
+  cudaGetLastError();
+  return Status(Code::CudaError, what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+cudaStream_t streamOf(void* s) { return static_cast<cudaStream_t>(s); }
+
+/// Byte sizes of a call's send and receive buffers on this rank (0 where the rank does not use one).
+BufferSizes sizesOf(const CallArgs& a, int rank, int nranks) {
+  PlanParams p;
+  p.coll = a.coll;
+  p.nranks = nranks;
+  p.rank = rank;
+  p.count = a.count;
+  p.eltSize = static_cast<uint32_t>(dataTypeSize(a.dtype));
+  p.root = a.root;
+  return bufferSizes(p);
+}
+
+/// Where a call's buffers go in the staging area: one region covering both when they overlap (in-place
+/// calls keep their layout), else receive first and send after it.
+struct StagedLayout {
+  size_t sendOffset = 0;
+  size_t recvOffset = 0;
+  size_t bytes = 0;
+};
+
+StagedLayout layoutFor(const void* send, size_t sendBytes, const void* recv, size_t recvBytes) {
+  const auto s = reinterpret_cast<uintptr_t>(send);
+  const auto r = reinterpret_cast<uintptr_t>(recv);
+  const bool overlap = sendBytes > 0 && recvBytes > 0 && s < r + recvBytes && r < s + sendBytes;
+  StagedLayout l;
+  if (overlap) {
+    const uintptr_t base = std::min(s, r);
+    l.sendOffset = s - base;
+    l.recvOffset = r - base;
+    l.bytes = std::max(s + sendBytes, r + recvBytes) - base;
+  } else {
+    l.recvOffset = 0;
+    l.sendOffset = alignUp(recvBytes);
+    l.bytes = l.sendOffset + sendBytes;
+  }
+  return l;
+}
+
+}  // namespace
+
+DeviceCalls::DeviceCalls(const Setup& setup, HostRun runHost, HostP2p runP2pHost)
+    : setup_(setup), runHost_(std::move(runHost)), runP2pHost_(std::move(runP2pHost)) {
+  ipcEnabled_ = config::getBool(config::Var::CUDA_IPC);
+  ipcSlotBytes_ = static_cast<size_t>(std::max<int64_t>(1 << 16, config::getInt(config::Var::CUDA_IPC_BYTES)));
+  oneShotBytes_ = static_cast<size_t>(std::max<int64_t>(0, config::getInt(config::Var::CUDA_ONESHOT_BYTES)));
+}
+
+DeviceCalls::~DeviceCalls() {
+  for (void* e : pending_) {
+    cudaEventSynchronize(static_cast<cudaEvent_t>(e));
+    cudaEventDestroy(static_cast<cudaEvent_t>(e));
+  }
+  if (staging_ != nullptr) cudaFreeHost(staging_);
+  ipc_.reset();
+  cudaGetLastError();
+}
+
+bool DeviceCalls::touchesDevice(const CallArgs& a) {
+  return placeOf(a.send).space == MemSpace::Cuda || placeOf(a.recv).space == MemSpace::Cuda;
+}
+
+bool DeviceCalls::touchesDevice(const std::vector<P2pOp>& ops) {
+  return std::any_of(ops.begin(), ops.end(), [](const P2pOp& op) { return placeOf(op.buf).space == MemSpace::Cuda; });
+}
+
+Status DeviceCalls::asyncError() const {
+  if (ipc_ == nullptr) return Status::ok();
+  const uint32_t word = ipc_->errorWord();
+  if (word == 0) return Status::ok();
+  return Status(Code::Timeout, "a CUDA-IPC all-reduce kernel waited more than " + std::to_string(setup_.timeoutMs) +
+                                   " ms for rank " + std::to_string(word - 1));
+}
+
+Status DeviceCalls::run(const CallArgs& a) {
+  if (Status e = asyncError(); !e) return e;
+  int device = -1;
+  if (ipcEligible(a, device)) {
+    if (Status s = ensureIpc(device); !s) return s;
+    if (ipc_ != nullptr) return runIpcAllReduce(a);
+  }
+  return runStaged(a);
+}
+
+bool DeviceCalls::ipcEligible(const CallArgs& a, int& device) const {
+  if (!ipcEnabled_ || (ipcTried_ && ipc_ == nullptr)) return false;
+  if (a.coll != Collective::AllReduce || !setup_.oneNode || setup_.nranks < 2 ||
+      setup_.nranks > cuda::kIpcMaxRanks) {
+    return false;
+  }
+  const BufferPlace s = placeOf(a.send), r = placeOf(a.recv);
+  if (s.space != MemSpace::Cuda || r.space != MemSpace::Cuda || s.device != r.device) return false;
+  device = s.device;
+  return true;
+}
+
+Status DeviceCalls::ensureIpc(int device) {
+  if (ipcTried_) {
+    if (ipc_ != nullptr && ipc_->device() != device) {
+      return Status(Code::InvalidUsage, "sendbuff: on CUDA device " + std::to_string(device) +
+                                            ", but this communicator's device buffers are on device " +
+                                            std::to_string(ipc_->device()));
+    }
+    return Status::ok();
+  }
+  ipcTried_ = true;
+  // The handles travel through an all-gather of the communicator itself, on host buffers.
+  cuda_ipc::AllGather allGather = [&](const std::vector<uint8_t>& mine, std::vector<uint8_t>& all) {
+    all.assign(mine.size() * static_cast<size_t>(setup_.nranks), 0);
+    CallArgs g;
+    g.coll = Collective::AllGather;
+    g.send = mine.data();
+    g.recv = all.data();
+    g.count = mine.size();
+    g.dtype = DataType::Uint8;
+    return runHost_(g);
+  };
+  Status status;
+  ipc_ = cuda_ipc::IpcWorkspace::create(setup_.rank, setup_.nranks, device, ipcSlotBytes_, allGather, status);
+  if (ipc_ == nullptr) {
+    // Every rank got the same verdict; the all-gathers succeeded, so staging still works.
+    if (status.code() == Code::CudaError || status.code() == Code::InvalidUsage) {
+      CFX_WARN(kInit, "CUDA IPC unavailable, device all-reduce uses host staging: %s", status.message().c_str());
+      return Status::ok();
+    }
+    return status;
+  }
+  CFX_INFO(kInit, "CUDA IPC workspace on device %d: 2 x %zu bytes per rank", device, ipc_->slotBytes());
+  return Status::ok();
+}
+
+Status DeviceCalls::runIpcAllReduce(const CallArgs& a) {
+  const size_t elt = dataTypeSize(a.dtype);
+  const size_t maxCount = ipc_->slotBytes() / elt;
+  cudaStream_t stream = streamOf(a.stream);
+  cuda::IpcAllReduceCall c;
+  c.type = a.dtype;
+  c.op = a.op == RedOp::Avg ? RedOp::Sum : a.op;
+  c.rank = setup_.rank;
+  c.nranks = setup_.nranks;
+  c.slotBytes = ipc_->slotBytes();
+  c.error = ipc_->errorWordDevice();
+  c.timeoutNs = static_cast<uint64_t>(setup_.timeoutMs) * 1000000ull;
+  for (uint64_t done = 0; done < a.count;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(maxCount, a.count - done));
+    c.send = static_cast<const std::byte*>(a.send) + done * elt;
+    c.recv = static_cast<std::byte*>(a.recv) + done * elt;
+    c.count = n;
+    c.gen = ++gen_;
+    const cudaError_t e = n * elt <= oneShotBytes_ ? cuda::launchIpcOneShot(ipc_->peers(), c, stream)
+                                                   : cuda::launchIpcTwoShot(ipc_->peers(), c, stream);
+    if (e != cudaSuccess) return cudaFailure("CUDA-IPC all-reduce launch", e);
+    done += n;
+  }
+  if (a.op == RedOp::Avg) {
+    const cudaError_t e = cuda::launchDivide(a.dtype, a.recv, a.count, setup_.nranks, stream);
+    if (e != cudaSuccess) return cudaFailure("average division launch", e);
+  }
+  return Status::ok();
+}
+
+Status DeviceCalls::stagingFor(size_t bytes) {
+  for (void* e : pending_) {
+    const cudaError_t err = cudaEventSynchronize(static_cast<cudaEvent_t>(e));
+    cudaEventDestroy(static_cast<cudaEvent_t>(e));
+    if (err != cudaSuccess) {
+      pending_.clear();
+      return cudaFailure("waiting for the previous call's copies", err);
+    }
+  }
+  pending_.clear();
+  if (bytes <= stagingBytes_) return Status::ok();
+  if (staging_ != nullptr) cudaFreeHost(staging_);
+  staging_ = nullptr;
+  stagingBytes_ = 0;
+  const size_t want = std::max<size_t>(bytes, 1 << 20);
+  if (cudaError_t e = cudaHostAlloc(&staging_, want, cudaHostAllocPortable); e != cudaSuccess) {
+    staging_ = nullptr;
+    return cudaFailure("cudaHostAlloc of " + std::to_string(want) + " staging bytes", e);
+  }
+  stagingBytes_ = want;
+  return Status::ok();
+}
+
+Status DeviceCalls::recordPending(void* stream) {
+  cudaEvent_t ev = nullptr;
+  if (cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming); e != cudaSuccess) {
+    return cudaFailure("cudaEventCreate", e);
+  }
+  if (cudaError_t e = cudaEventRecord(ev, streamOf(stream)); e != cudaSuccess) {
+    cudaEventDestroy(ev);
+    return cudaFailure("cudaEventRecord", e);
+  }
+  pending_.push_back(ev);
+  return Status::ok();
+}
+
+Status DeviceCalls::runStaged(const CallArgs& a) {
+  const BufferSizes sz = sizesOf(a, setup_.rank, setup_.nranks);
+  const bool sendDev = sz.send > 0 && placeOf(a.send).space == MemSpace::Cuda;
+  const bool recvDev = sz.recv > 0 && placeOf(a.recv).space == MemSpace::Cuda;
+  const StagedLayout l = layoutFor(sendDev ? a.send : nullptr, sendDev ? sz.send : 0,
+                                   recvDev ? a.recv : nullptr, recvDev ? sz.recv : 0);
+  if (Status s = stagingFor(l.bytes); !s) return s;
+  auto* base = static_cast<std::byte*>(staging_);
+  cudaStream_t stream = streamOf(a.stream);
+  CallArgs h = a;
+  h.stream = nullptr;
+  if (sendDev) {
+    h.send = base + l.sendOffset;
+    if (cudaError_t e = cudaMemcpyAsync(base + l.sendOffset, a.send, sz.send, cudaMemcpyDeviceToHost, stream); e != cudaSuccess) {
+      return cudaFailure("sendbuff: copy to host staging", e);
+    }
+  }
+  if (recvDev) h.recv = base + l.recvOffset;
+  // The inputs (and everything queued before them on the stream) must be there before peers read them.
+  if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) return cudaFailure("stream: synchronise", e);
+  if (Status s = runHost_(h); !s) return s;
+  if (recvDev) {
+    if (cudaError_t e = cudaMemcpyAsync(a.recv, base + l.recvOffset, sz.recv, cudaMemcpyHostToDevice, stream); e != cudaSuccess) {
+      return cudaFailure("recvbuff: copy from host staging", e);
+    }
+    return recordPending(a.stream);
+  }
+  return Status::ok();
+}
+
+Status DeviceCalls::runP2p(const std::vector<P2pOp>& ops) {
+  size_t total = 0;
+  std::vector<size_t> offset(ops.size(), 0);
+  std::vector<bool> onDevice(ops.size(), false);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    onDevice[i] = ops[i].bytes > 0 && placeOf(ops[i].buf).space == MemSpace::Cuda;
+    if (!onDevice[i]) continue;
+    offset[i] = total;
+    total += alignUp(ops[i].bytes);
+  }
+  if (Status s = stagingFor(total); !s) return s;
+  auto* base = static_cast<std::byte*>(staging_);
+  std::vector<P2pOp> host = ops;
+  std::vector<void*> streams;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (std::find(streams.begin(), streams.end(), ops[i].stream) == streams.end()) streams.push_back(ops[i].stream);
+    if (!onDevice[i]) continue;
+    host[i].buf = base + offset[i];
+    if (ops[i].isSend) {
+      if (cudaError_t e = cudaMemcpyAsync(base + offset[i], ops[i].buf, ops[i].bytes, cudaMemcpyDeviceToHost,
+                                          streamOf(ops[i].stream)); e != cudaSuccess) {
+        return cudaFailure("sendbuff: copy to host staging", e);
+      }
+    }
+  }
+  for (void* s : streams) {
+    if (cudaError_t e = cudaStreamSynchronize(streamOf(s)); e != cudaSuccess) return cudaFailure("stream: synchronise", e);
+  }
+  if (Status s = runP2pHost_(host); !s) return s;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!onDevice[i] || ops[i].isSend) continue;
+    if (cudaError_t e = cudaMemcpyAsync(const_cast<void*>(ops[i].buf), base + offset[i], ops[i].bytes,
+                                        cudaMemcpyHostToDevice, streamOf(ops[i].stream)); e != cudaSuccess) {
+      return cudaFailure("recvbuff: copy from host staging", e);
+    }
+  }
+  for (void* s : streams) {
+    if (Status st = recordPending(s); !st) return st;
+  }
+  return Status::ok();
+}
+
+}  // namespace conflux

@@ -1,0 +1,76 @@
+// Collectives and point-to-point batches on CUDA device buffers (builds with CONFLUX_WITH_CUDA only).
+//
+// Two paths, chosen alike on every rank:
+//   - all-reduce among the ranks of one node (2..8 ranks, CONFLUX_CUDA_IPC=1): the CUDA-IPC one-shot or
+//     two-shot kernels (kernels/cuda/ipc_allreduce.h) read the peers' workspaces directly. Fully
+//     asynchronous: the call enqueues kernels on the caller's stream and returns.
+//   - everything else (other collectives, ranks on several nodes, hierarchical all-reduce included):
+//     staging through pinned host memory. The inputs are copied to the host on the caller's stream, the
+//     call waits for that stream, runs the host collective, and enqueues the copies back on the stream.
+//     The host is busy for the collective's duration; the results are ordered on the stream.
+// libfabric registration of device memory (FI_HMEM) is not used yet: tcp;ofi_rxm has no FI_HMEM, and
+// EFA could not be tested here (docs/cuda.md).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/error.h"
+#include "src/communicator.h"
+
+namespace conflux {
+
+namespace cuda_ipc {
+class IpcWorkspace;
+}
+
+class DeviceCalls {
+ public:
+  using HostRun = std::function<Status(const CallArgs&)>;
+  using HostP2p = std::function<Status(const std::vector<P2pOp>&)>;
+  struct Setup {
+    int rank = 0;
+    int nranks = 1;
+    bool oneNode = true;
+    int timeoutMs = 30000;
+  };
+  /// `runHost` and `runP2pHost` run a call on host buffers (the communicator's own path, lock held).
+  DeviceCalls(const Setup& setup, HostRun runHost, HostP2p runP2pHost);
+  ~DeviceCalls();
+  DeviceCalls(const DeviceCalls&) = delete;
+  DeviceCalls& operator=(const DeviceCalls&) = delete;
+
+  /// Whether a call touches CUDA device memory (then it must come here).
+  static bool touchesDevice(const CallArgs& a);
+  static bool touchesDevice(const std::vector<P2pOp>& ops);
+
+  Status run(const CallArgs& a);
+  Status runP2p(const std::vector<P2pOp>& ops);
+  /// A CUDA-IPC kernel that timed out waiting for a peer, as an error; Ok otherwise.
+  Status asyncError() const;
+
+ private:
+  bool ipcEligible(const CallArgs& a, int& device) const;
+  Status ensureIpc(int device);
+  Status runIpcAllReduce(const CallArgs& a);
+  Status runStaged(const CallArgs& a);
+  /// Waits until the copies back from the staging buffer (previous call) are done, then grows it.
+  Status stagingFor(size_t bytes);
+  Status recordPending(void* stream);
+
+  Setup setup_;
+  HostRun runHost_;
+  HostP2p runP2pHost_;
+  bool ipcEnabled_ = true;
+  bool ipcTried_ = false;
+  size_t ipcSlotBytes_ = 0;
+  size_t oneShotBytes_ = 0;
+  uint64_t gen_ = 0;
+  std::unique_ptr<cuda_ipc::IpcWorkspace> ipc_;
+  void* staging_ = nullptr;  // pinned host memory
+  size_t stagingBytes_ = 0;
+  std::vector<void*> pending_;  // cudaEvent_t recorded after copies out of the staging buffer
+};
+
+}  // namespace conflux
