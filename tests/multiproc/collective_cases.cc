@@ -7,6 +7,10 @@
 
 #include "tests/multiproc/reference.h"
 
+#if CONFLUX_TEST_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace conflux::testing {
 namespace {
 
@@ -59,7 +63,30 @@ class CaseRunner {
     cfxCommCount(comm, &n_);
   }
 
+  ~CaseRunner() {
+#if CONFLUX_TEST_CUDA
+    if (dSend_) cudaFree(dSend_);
+    if (dRecv_) cudaFree(dRecv_);
+    if (stream_) cudaStreamDestroy(stream_);
+#endif
+  }
+  CaseRunner(const CaseRunner&) = delete;
+  CaseRunner& operator=(const CaseRunner&) = delete;
+
   void useSharedMemory(bool shared) { shared_ = shared; }
+  /// Runs the calls on device copies of the buffers (CUDA builds); false when that is impossible.
+  bool useDeviceMemory() {
+#if CONFLUX_TEST_CUDA
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return false;
+    if (cudaSetDevice(rank_ % devices) != cudaSuccess) return false;
+    if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess) return false;
+    device_ = true;
+    return true;
+#else
+    return false;
+#endif
+  }
 
   // Returns true when the case passed.
   bool run(const Case& c) {
@@ -84,7 +111,7 @@ class CaseRunner {
                  [&](uint64_t i) { storeValue(c.type, sendPtr, i, inputValue(c.type, c.op, red, rank_, i)); });
     before_.assign(recvPtr, recvPtr + recvCount * elt);
 
-    cfxResult_t r = call(c, sendPtr, recvPtr);
+    cfxResult_t r = device_ ? callOnDevice(c, sendPtr, recvPtr) : call(c, sendPtr, recvPtr, nullptr);
     if (r != cfxSuccess) {
       report(c, "returned " + std::string(cfxGetErrorString(r)) + ": " + cfxGetLastError(comm_));
       return false;
@@ -105,17 +132,55 @@ class CaseRunner {
   }
 
  private:
-  cfxResult_t call(const Case& c, const void* s, void* r) {
+  cfxResult_t call(const Case& c, const void* s, void* r, cfxStream_t stream) {
     switch (c.coll) {
-      case Coll::AllReduce: return cfxAllReduce(s, r, c.count, c.type, c.op, comm_, nullptr);
-      case Coll::Reduce: return cfxReduce(s, r, c.count, c.type, c.op, c.root, comm_, nullptr);
-      case Coll::Broadcast: return cfxBroadcast(s, r, c.count, c.type, c.root, comm_, nullptr);
-      case Coll::AllGather: return cfxAllGather(s, r, c.count, c.type, comm_, nullptr);
-      case Coll::ReduceScatter: return cfxReduceScatter(s, r, c.count, c.type, c.op, comm_, nullptr);
-      case Coll::AllToAll: return cfxAllToAll(s, r, c.count, c.type, comm_, nullptr);
+      case Coll::AllReduce: return cfxAllReduce(s, r, c.count, c.type, c.op, comm_, stream);
+      case Coll::Reduce: return cfxReduce(s, r, c.count, c.type, c.op, c.root, comm_, stream);
+      case Coll::Broadcast: return cfxBroadcast(s, r, c.count, c.type, c.root, comm_, stream);
+      case Coll::AllGather: return cfxAllGather(s, r, c.count, c.type, comm_, stream);
+      case Coll::ReduceScatter: return cfxReduceScatter(s, r, c.count, c.type, c.op, comm_, stream);
+      case Coll::AllToAll: return cfxAllToAll(s, r, c.count, c.type, comm_, stream);
     }
     return cfxInternalError;
   }
+
+  /// The call on device copies of send_ and recv_ (same offsets), then the results copied back.
+  cfxResult_t callOnDevice(const Case& c, const std::byte* sendPtr, std::byte* recvPtr) {
+#if CONFLUX_TEST_CUDA
+    if (!deviceCopy(&dSend_, &dSendBytes_, send_.data(), send_.size()) ||
+        !deviceCopy(&dRecv_, &dRecvBytes_, recv_.data(), recv_.size())) {
+      return cfxUnhandledCudaError;
+    }
+    auto onDevice = [&](const std::byte* p) -> std::byte* {
+      if (p >= send_.data() && p < send_.data() + send_.size()) return dSend_ + (p - send_.data());
+      return dRecv_ + (p - recv_.data());
+    };
+    cfxResult_t r = call(c, onDevice(sendPtr), onDevice(recvPtr), stream_);
+    if (r != cfxSuccess) return r;
+    if (cudaStreamSynchronize(stream_) != cudaSuccess) return cfxUnhandledCudaError;
+    if (cudaMemcpy(send_.data(), dSend_, send_.size(), cudaMemcpyDeviceToHost) != cudaSuccess ||
+        cudaMemcpy(recv_.data(), dRecv_, recv_.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
+      return cfxUnhandledCudaError;
+    }
+    return cfxSuccess;
+#else
+    (void)c, (void)sendPtr, (void)recvPtr;
+    return cfxInvalidUsage;
+#endif
+  }
+
+#if CONFLUX_TEST_CUDA
+  /// Grows *dev to the host buffer's size and copies the host buffer into it.
+  static bool deviceCopy(std::byte** dev, size_t* capacity, const std::byte* host, size_t bytes) {
+    if (bytes > *capacity) {
+      if (*dev) cudaFree(*dev);
+      *dev = nullptr;
+      if (cudaMalloc(reinterpret_cast<void**>(dev), bytes) != cudaSuccess) return false;
+      *capacity = bytes;
+    }
+    return cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess;
+  }
+#endif
 
   void expected(const Case& c, uint64_t recvCount) {
     const size_t elt = typeSize(c.type);
@@ -199,7 +264,14 @@ class CaseRunner {
   int rank_ = 0;
   int n_ = 1;
   bool shared_ = false;
+  bool device_ = false;
   Buffer send_, recv_;
+#if CONFLUX_TEST_CUDA
+  std::byte* dSend_ = nullptr;
+  std::byte* dRecv_ = nullptr;
+  size_t dSendBytes_ = 0, dRecvBytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+#endif
   std::vector<std::byte> before_, expect_;
 };
 
@@ -221,6 +293,10 @@ int runSweep(cfxComm_t comm, const Sweep& sweep) {
   cfxCommUserRank(comm, &rank);
   runner.useSharedMemory(sweep.memory == Sweep::Memory::Shared ||
                          (sweep.memory == Sweep::Memory::SharedOnEvenRanks && rank % 2 == 0));
+  if (sweep.memory == Sweep::Memory::Device && !runner.useDeviceMemory()) {
+    fprintf(stderr, "FAIL rank %d: device memory requested but no CUDA device is usable\n", rank);
+    return 1;
+  }
   int failures = 0;
   for (Coll coll : sweep.colls) {
     const bool red = reduces(coll);

@@ -17,9 +17,10 @@ struct Sweep {
   std::vector<cfxRedOp_t> ops;
   std::vector<uint64_t> counts;
   bool inPlaceToo = true;
-  /// Where buffers live: private heap memory, cfxMemAlloc memory (direct algorithms), or cfxMemAlloc on
-  /// even ranks only (mixed: every rank must fall back to staging).
-  enum class Memory { Private, Shared, SharedOnEvenRanks } memory = Memory::Private;
+  /// Where buffers live: private heap memory, cfxMemAlloc memory (direct algorithms), cfxMemAlloc on
+  /// even ranks only (mixed: every rank must fall back to staging), or CUDA device memory (builds with
+  /// CUDA: the calls go on a stream, and the checks read the results back).
+  enum class Memory { Private, Shared, SharedOnEvenRanks, Device } memory = Memory::Private;
 };
 
 /// Sweep covering every collective, datatype and op, in and out of place, over `counts`.
