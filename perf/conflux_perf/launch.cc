@@ -298,7 +298,11 @@ int launchAndRun(const Options& opts, int argc, char** argv) {
       }
       return runUnderMpi(opts, argc, argv, commandLine);
     }
-    if (opts.ranks > 0) return runForked(opts, commandLine);
+    if (opts.ranks > 0) {
+      const int code = runForked(opts, commandLine);
+      if (code == kExitSkipped && !opts.jsonPath.empty()) std::remove(opts.jsonPath.c_str());  // the empty probe
+      return code;
+    }
     return runFromEnvironment(opts, commandLine);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "conflux-perf: %s\n", e.what());

@@ -9,10 +9,11 @@ are bad flags (one line on stderr, exit 2). Without CUDA: --memory cuda is a bad
 With CUDA: -R 1, --backend mpi and --compare mpi with --memory cuda are bad flags; a CONFLUX_PERF_NCCL_LIB
 that does not exist or is not NCCL fails (exit 1) with a message naming the path and the loader's error,
 before any rank starts; a run with --memory cuda either reports "skipped: no CUDA device" with exit 77 and
-prints nothing on stdout (never numbers), or, where a GPU exists, runs and checks right. On a GPU machine
+prints nothing on stdout (never numbers) and leaves no -J file, or, where a GPU exists, runs and checks right. On a GPU machine
 with CONFLUX_PERF_NCCL_LIB set, --backend nccl and --compare nccl run and check right too.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -125,7 +126,16 @@ def main():
         # A library that loads but is not NCCL: the first missing function is named.
         expect_error(binary, ["allreduce", "--ranks", "2", "--memory", "cuda", "--backend", "nccl"], 1,
                      ["'libc.so.6' has no ncclGetUniqueId"], env={"CONFLUX_PERF_NCCL_LIB": "libc.so.6"})
-        ran = check_run(binary, ["allreduce", "--ranks", "2", "--memory", "cuda"] + small)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "run.json")
+            ran = check_run(binary, ["allreduce", "--ranks", "2", "--memory", "cuda", "-J", path] + small)
+            if not ran and os.path.exists(path):
+                fail("-J with --memory cuda", "a skipped run left %s behind" % path)
+            if ran:
+                with open(path) as f:
+                    doc = json.load(f)
+                if doc["config"].get("memory") != "cuda" or doc["devices"][0].get("memory") != "cuda":
+                    fail("-J with --memory cuda", "memory is not cuda in the JSON: %r" % doc["config"])
         check_run(binary, ["allreduce", "--memory", "cuda", "-b", "8", "-e", "8"])  # one rank, no --ranks
         if ran:
             for coll in ("allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv"):
