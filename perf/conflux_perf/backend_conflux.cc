@@ -1,13 +1,15 @@
-// conflux-perf: the Conflux backend (the library under test), through its public C API on host buffers.
+// conflux-perf: the Conflux backend (the library under test), through its public C API on host buffers,
+// or on CUDA device buffers with the runner's stream passed to every call (--memory cuda).
 // In-place all-to-all and send/recv: the API requires distinct buffers for these, so the in-place
 // column stages the input in a scratch buffer first (the copy is part of the measured time), as an
-// MPI_IN_PLACE implementation would.
+// MPI_IN_PLACE implementation would; with device buffers the copy is a device copy on the stream.
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "backend.h"
+#include "device_memory.h"
 
 namespace cfxperf {
 
@@ -43,31 +45,31 @@ class ConfluxBackend final : public Backend {
     const size_t elt = typeSize(type);
     switch (coll) {
       case Coll::AllReduce:
-        check(cfxAllReduce(send, recv, count, type, op, comm_, nullptr), "cfxAllReduce");
+        check(cfxAllReduce(send, recv, count, type, op, comm_, stream_), "cfxAllReduce");
         break;
       case Coll::AllGather:
-        check(cfxAllGather(send, recv, count, type, comm_, nullptr), "cfxAllGather");
+        check(cfxAllGather(send, recv, count, type, comm_, stream_), "cfxAllGather");
         break;
       case Coll::ReduceScatter:
-        check(cfxReduceScatter(send, recv, count, type, op, comm_, nullptr), "cfxReduceScatter");
+        check(cfxReduceScatter(send, recv, count, type, op, comm_, stream_), "cfxReduceScatter");
         break;
       case Coll::Broadcast:
-        check(cfxBroadcast(send, recv, count, type, root, comm_, nullptr), "cfxBroadcast");
+        check(cfxBroadcast(send, recv, count, type, root, comm_, stream_), "cfxBroadcast");
         break;
       case Coll::Reduce:
-        check(cfxReduce(send, recv, count, type, op, root, comm_, nullptr), "cfxReduce");
+        check(cfxReduce(send, recv, count, type, op, root, comm_, stream_), "cfxReduce");
         break;
       case Coll::AllToAll:
         if (send == recv) send = stage(send, count * elt * static_cast<size_t>(nranks_));
-        check(cfxAllToAll(send, recv, count, type, comm_, nullptr), "cfxAllToAll");
+        check(cfxAllToAll(send, recv, count, type, comm_, stream_), "cfxAllToAll");
         break;
       case Coll::SendRecv: {
         if (send == recv) send = stage(send, count * elt);
         const int next = (rank_ + 1) % nranks_;
         const int prev = (rank_ - 1 + nranks_) % nranks_;
         check(cfxGroupStart(), "cfxGroupStart");
-        cfxResult_t s = cfxSend(send, count, type, next, comm_, nullptr);
-        cfxResult_t r = cfxRecv(recv, count, type, prev, comm_, nullptr);
+        cfxResult_t s = cfxSend(send, count, type, next, comm_, stream_);
+        cfxResult_t r = cfxRecv(recv, count, type, prev, comm_, stream_);
         cfxResult_t e = cfxGroupEnd();
         check(s, "cfxSend");
         check(r, "cfxRecv");
@@ -80,18 +82,9 @@ class ConfluxBackend final : public Backend {
   void groupStart() override { check(cfxGroupStart(), "cfxGroupStart"); }
   void groupEnd() override { check(cfxGroupEnd(), "cfxGroupEnd"); }
 
-  void barrier() override {
-    float one = 1, sum = 0;
-    check(cfxAllReduce(&one, &sum, 1, cfxFloat32, cfxSum, comm_, nullptr), "cfxAllReduce (barrier)");
-  }
-
-  void allreduce(double* values, int n, Combine how) override {
-    std::vector<double> out(static_cast<size_t>(n));
-    cfxRedOp_t op = how == Combine::Sum ? cfxSum : how == Combine::Min ? cfxMin : cfxMax;
-    check(cfxAllReduce(values, out.data(), static_cast<size_t>(n), cfxFloat64, op, comm_, nullptr),
-          "cfxAllReduce (statistics)");
-    std::memcpy(values, out.data(), out.size() * sizeof(double));
-  }
+  void barrier() override { confluxBarrier(comm_); }
+  void allreduce(double* values, int n, Combine how) override { confluxAllreduce(comm_, values, n, how); }
+  void allgather(const void* mine, void* all, size_t bytes) override { confluxAllgather(comm_, mine, all, bytes); }
 
  private:
   void check(cfxResult_t result, const char* what) const {
@@ -102,6 +95,11 @@ class ConfluxBackend final : public Backend {
   }
 
   const void* stage(const void* data, size_t bytes) {
+    if (memory_ == Memory::Cuda) {
+      deviceScratch_.reserve(bytes);
+      copyOnDeviceAsync(deviceScratch_.get(), data, bytes, stream_);
+      return deviceScratch_.get();
+    }
     if (scratch_.size() < bytes) scratch_.resize(bytes);
     if (bytes > 0) std::memcpy(scratch_.data(), data, bytes);
     return scratch_.data();
@@ -111,9 +109,34 @@ class ConfluxBackend final : public Backend {
   int rank_ = 0;
   int nranks_ = 1;
   std::vector<char> scratch_;
+  DeviceMemory deviceScratch_;
 };
 
+void check(cfxResult_t result, cfxComm_t comm, const char* what) {
+  if (result != cfxSuccess) {
+    throw std::runtime_error(std::string(what) + " failed: " + cfxGetErrorString(result) + ": " +
+                             cfxGetLastError(comm));
+  }
+}
+
 }  // namespace
+
+void confluxBarrier(cfxComm_t comm) {
+  float one = 1, sum = 0;
+  check(cfxAllReduce(&one, &sum, 1, cfxFloat32, cfxSum, comm, nullptr), comm, "cfxAllReduce (barrier)");
+}
+
+void confluxAllreduce(cfxComm_t comm, double* values, int n, Combine how) {
+  std::vector<double> out(static_cast<size_t>(n));
+  cfxRedOp_t op = how == Combine::Sum ? cfxSum : how == Combine::Min ? cfxMin : cfxMax;
+  check(cfxAllReduce(values, out.data(), static_cast<size_t>(n), cfxFloat64, op, comm, nullptr), comm,
+        "cfxAllReduce (statistics)");
+  std::memcpy(values, out.data(), out.size() * sizeof(double));
+}
+
+void confluxAllgather(cfxComm_t comm, const void* mine, void* all, size_t bytes) {
+  check(cfxAllGather(mine, all, bytes, cfxInt8, comm, nullptr), comm, "cfxAllGather (host)");
+}
 
 std::unique_ptr<Backend> makeConfluxBackend(cfxComm_t comm) { return std::make_unique<ConfluxBackend>(comm); }
 

@@ -168,6 +168,11 @@ class MpiBackend final : public Backend {
     check(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, op, comm_), "MPI_Allreduce (statistics)");
   }
 
+  void allgather(const void* mine, void* all, size_t bytes) override {
+    const int n = static_cast<int>(bytes);
+    check(MPI_Allgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, comm_), "MPI_Allgather (host)");
+  }
+
  private:
   MPI_Comm comm_ = MPI_COMM_WORLD;
   int rank_ = 0;

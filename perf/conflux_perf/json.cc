@@ -149,19 +149,25 @@ void JsonReport::finish(const RunInfo& info, const Summary& s) {
       .boolean("blocking", o.blocking != 0)
       .integer("timeout_s", o.timeoutSec)
       .boolean("pinned", o.pin)
+      .str("memory", o.memory == Memory::Cuda ? "cuda" : "host")
       .raw("datatypes", types.done())
       .raw("ops", ops.done())
       .integer("root", o.root);
   Builder devices('[');
   for (const DeviceLine& d : info.devices) {
-    devices.raw("", Builder('{')
-                        .integer("rank", d.rank)
-                        .integer("pid", d.pid)
-                        .str("hostname", d.host)
-                        .integer("local_rank", d.localRank)
-                        .str("cores", d.cores)
-                        .str("memory", "host")
-                        .done());
+    Builder dev('{');
+    dev.integer("rank", d.rank)
+        .integer("pid", d.pid)
+        .str("hostname", d.host)
+        .integer("local_rank", d.localRank)
+        .str("cores", d.cores)
+        .str("memory", d.gpu >= 0 ? "cuda" : "host");
+    if (d.gpu >= 0) dev.integer("gpu", d.gpu).str("gpu_name", d.gpuName).str("bus_id", d.busId);
+    devices.raw("", dev.done());
+  }
+  Builder versions('{');
+  for (size_t i = 0; i < info.backends.size() && i < info.backendVersions.size(); ++i) {
+    if (!info.backendVersions[i].empty()) versions.str(info.backends[i], info.backendVersions[i]);
   }
   Builder rows('['), skipped('[');
   for (const std::string& r : rows_) rows.raw("", r);
@@ -185,6 +191,7 @@ void JsonReport::finish(const RunInfo& info, const Summary& s) {
       .integer("ranks", info.nranks)
       .str("launch", info.launch)
       .raw("backends", backends.done())
+      .raw("backend_versions", versions.done())
       .raw("config", config.done())
       .raw("devices", devices.done())
       .raw("results", rows.done())

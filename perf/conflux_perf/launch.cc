@@ -1,4 +1,7 @@
 // conflux-perf: fork, mpirun re-execution and launcher-environment start-up (see launch.h).
+// --memory cuda: each rank chooses its GPU (local rank % devices) before its communicators exist; a
+// forking parent never touches CUDA (a CUDA context does not survive fork), so the children look for
+// devices themselves, and all exit with kExitSkipped when there is none.
 #include "launch.h"
 
 #include <signal.h>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "device_memory.h"
 #include "json.h"
 #include "runner.h"
 #include "sysinfo.h"
@@ -59,6 +63,28 @@ void pinIfAsked(const Options& opts, int localRank) {
   if (!pinToCore(core)) std::fprintf(stderr, "conflux-perf: warning: could not pin to core %d\n", core);
 }
 
+// --memory cuda: the number of CUDA devices, or 0 after saying (when @p announce) that the run is skipped.
+int gpusOrSkip(const Options& opts, bool announce) {
+  if (opts.memory != Memory::Cuda) return 0;
+  std::string why;
+  const int count = visibleDeviceCount(&why);
+  if (count <= 0 && announce) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "conflux-perf: skipped: no CUDA device (%s); nothing was measured\n", why.c_str());
+  }
+  return count > 0 ? count : 0;
+}
+
+// The backends of a Conflux-launched run over @p comm: conflux (owning comm) and maybe nccl, or nccl alone.
+void addBackends(const Options& opts, cfxComm_t comm, RankSetup& setup) {
+  if (opts.backend == "nccl") {
+    setup.backends.push_back(makeNcclBackend(comm, false));
+    return;
+  }
+  setup.backends.push_back(makeConfluxBackend(comm));
+  if (opts.compare == "nccl") setup.backends.push_back(makeNcclBackend(comm, true));
+}
+
 int runGuarded(const Options& opts, RankSetup& setup, int rank) {
   try {
     return runBenchmark(opts, setup);
@@ -91,6 +117,14 @@ int runForked(const Options& opts, const std::string& commandLine) {
     int code = 1;
     try {
       pinIfAsked(opts, r);
+      if (opts.memory == Memory::Cuda) {
+        const int gpus = gpusOrSkip(opts, r == 0);
+        if (gpus == 0) {
+          std::fflush(stderr);
+          _exit(kExitSkipped);
+        }
+        selectDevice(r % gpus);
+      }
       if (r == 0) {
         cfxResult_t res = cfxGetUniqueId(&shared->id);
         shared->state.store(res == cfxSuccess ? 1 : -1);
@@ -102,7 +136,7 @@ int runForked(const Options& opts, const std::string& commandLine) {
       cfxComm_t comm = nullptr;
       check(cfxCommInitRank(&comm, opts.ranks, shared->id, r), "cfxCommInitRank");
       RankSetup setup;
-      setup.backends.push_back(makeConfluxBackend(comm));
+      addBackends(opts, comm, setup);
       setup.localRank = r;
       setup.launch = "forked by conflux-perf";
       setup.commandLine = commandLine;
@@ -208,6 +242,12 @@ int runFromEnvironment(const Options& opts, const std::string& commandLine) {
   const bool launcher = launcherEnvPresent();
   const int local = launcherLocalRank();
   pinIfAsked(opts, local >= 0 ? local : 0);
+  int gpus = 0;
+  if (opts.memory == Memory::Cuda) {
+    gpus = gpusOrSkip(opts, true);
+    if (gpus == 0) return kExitSkipped;
+    if (local >= 0 || !launcher) selectDevice((local >= 0 ? local : 0) % gpus);
+  }
   cfxComm_t comm = nullptr;
   if (launcher) {
     check(cfxCommInitFromEnv(&comm), "cfxCommInitFromEnv");
@@ -216,11 +256,18 @@ int runFromEnvironment(const Options& opts, const std::string& commandLine) {
     check(cfxGetUniqueId(&id), "cfxGetUniqueId");
     check(cfxCommInitRank(&comm, 1, id, 0), "cfxCommInitRank");
   }
-  RankSetup setup;
-  setup.backends.push_back(makeConfluxBackend(comm));
-  int rank = setup.backends[0]->rank();
+  int rank = 0;
+  check(cfxCommUserRank(comm, &rank), "cfxCommUserRank");
   int localRank = 0, localSize = 1;
   if (cfxCommLocalRank(comm, &localRank, &localSize) != cfxSuccess) localRank = local >= 0 ? local : rank;
+  if (gpus > 0 && launcher && local < 0) selectDevice(localRank % gpus);  // the launcher did not say
+  RankSetup setup;
+  try {
+    addBackends(opts, comm, setup);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "conflux-perf: rank %d: %s\n", rank, e.what());
+    return 1;
+  }
   setup.localRank = localRank;
   setup.launch = launcher ? "launcher environment" : "single process";
   setup.commandLine = commandLine;
@@ -236,6 +283,12 @@ int launchAndRun(const Options& opts, int argc, char** argv) {
     if (opts.timeoutSec > 0) setenv("CONFLUX_TIMEOUT_MS", std::to_string(opts.timeoutSec * 1000).c_str(), 1);
     // Fail on an unwritable -J before any rank starts (under a launcher, rank 0 checks it instead).
     if (!opts.jsonPath.empty() && opts.ranks > 0) JsonReport probe(opts.jsonPath);
+    // The NCCL library is opened before any rank starts, so a missing one is one clear message.
+    std::string ncclError;
+    if (needsNccl(opts) && !ncclLoad(&ncclError)) {
+      std::fprintf(stderr, "conflux-perf: %s\n", ncclError.c_str());
+      return 1;
+    }
     if (needsMpi(opts) && opts.ranks > 0) return reexecUnderMpirun(opts, argc, argv, commandLine);
     if (needsMpi(opts)) {
       if (!mpiAvailable()) {
@@ -245,7 +298,11 @@ int launchAndRun(const Options& opts, int argc, char** argv) {
       }
       return runUnderMpi(opts, argc, argv, commandLine);
     }
-    if (opts.ranks > 0) return runForked(opts, commandLine);
+    if (opts.ranks > 0) {
+      const int code = runForked(opts, commandLine);
+      if (code == kExitSkipped && !opts.jsonPath.empty()) std::remove(opts.jsonPath.c_str());  // the empty probe
+      return code;
+    }
     return runFromEnvironment(opts, commandLine);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "conflux-perf: %s\n", e.what());

@@ -7,11 +7,13 @@
 #include <climits>
 #include <cstdlib>
 
+#include "device_memory.h"
+
 namespace cfxperf {
 
 namespace {
 
-enum LongOnly { kRanks = 1000, kPin, kBackend, kCompare, kExplain };
+enum LongOnly { kRanks = 1000, kPin, kBackend, kCompare, kExplain, kMemory };
 
 const option kLongOptions[] = {
     {"nthreads", required_argument, nullptr, 't'},
@@ -43,6 +45,7 @@ const option kLongOptions[] = {
     {"backend", required_argument, nullptr, kBackend},
     {"compare", required_argument, nullptr, kCompare},
     {"explain", no_argument, nullptr, kExplain},
+    {"memory", required_argument, nullptr, kMemory},
     {nullptr, 0, nullptr, 0},
 };
 const char kShortOptions[] = "+:t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:a:R:J:h";
@@ -88,6 +91,8 @@ bool parseSize(const std::string& text, size_t* bytes) {
 
 bool needsMpi(const Options& opts) { return opts.backend == "mpi" || opts.compare == "mpi"; }
 
+bool needsNccl(const Options& opts) { return opts.backend == "nccl" || opts.compare == "nccl"; }
+
 std::string usageText(const char* program) {
   std::string p = program;
   std::string colls;
@@ -118,8 +123,10 @@ std::string usageText(const char* program) {
          "conflux-perf flags:\n"
          "  --ranks <n>                fork n local ranks (default: ranks from the launcher, else 1)\n"
          "  --pin                      pin rank r to core r % cores\n"
-         "  --backend <conflux|mpi>    library under test (default conflux)\n"
-         "  --compare mpi              run MPI on the same sizes and add its time, busbw and the ratio\n"
+         "  --backend <conflux|mpi|nccl>  library under test (default conflux; nccl needs --memory cuda)\n"
+         "  --compare <mpi|nccl>       run MPI or NCCL on the same sizes and add its time, busbw and the ratio\n"
+         "  --memory <host|cuda>       where the buffers live (default host); cuda: one GPU per rank\n"
+         "                             (local rank % devices), calls ordered on a stream; exit 77 without a GPU\n"
          "  --explain                  rank 0 logs each size's algorithm choice: the candidates, their predicted\n"
          "                             times (across nodes) and the reason (CONFLUX_DEBUG=INFO, subsystem TUNING)\n"
          "  -h,--help                  this text\n";
@@ -161,7 +168,7 @@ ParseStatus parseOptions(int argc, char** argv, Options* opts, std::string* erro
         if (!parseInt(optarg, 0, 1, &v)) return bad("0 or 1");
         break;
       case 'G':
-        if (!parseInt(optarg, 0, 0, &v)) return bad("0 (no CUDA graphs for host buffers)");
+        if (!parseInt(optarg, 0, 0, &v)) return bad("0 (no CUDA graph capture)");
         break;
       case 'b':
         if (!parseSize(optarg, &opts->minBytes)) return bad("a size such as 8, 64K, 32M or 1G");
@@ -249,15 +256,29 @@ ParseStatus parseOptions(int argc, char** argv, Options* opts, std::string* erro
         break;
       case kBackend:
         opts->backend = optarg;
-        if (opts->backend != "conflux" && opts->backend != "mpi") {
-          return bad(opts->backend == "nccl" ? "conflux or mpi (the nccl backend is not built yet)"
-                                             : "conflux or mpi");
+        if (opts->backend != "conflux" && opts->backend != "mpi" && opts->backend != "nccl") {
+          return bad("conflux, mpi or nccl");
         }
         break;
       case kCompare:
         opts->compare = optarg;
-        if (opts->compare != "mpi") return bad("mpi");
+        if (opts->compare != "mpi" && opts->compare != "nccl") return bad("mpi or nccl");
         break;
+      case kMemory: {
+        const std::string m = optarg;
+        if (m == "host") {
+          opts->memory = Memory::Host;
+        } else if (m == "cuda") {
+          if (!cudaBuilt()) {
+            *error = "--memory cuda needs a build with CUDA (CONFLUX_HAVE_CUDA); this conflux-perf has none";
+            return ParseStatus::Error;
+          }
+          opts->memory = Memory::Cuda;
+        } else {
+          return bad("host or cuda");
+        }
+        break;
+      }
       case kExplain:
         opts->explain = true;
         break;
@@ -288,6 +309,24 @@ ParseStatus parseOptions(int argc, char** argv, Options* opts, std::string* erro
   }
   if (opts->backend == "mpi" && opts->compare == "mpi") {
     *error = "--backend mpi with --compare mpi compares MPI with itself; use one of them";
+    return ParseStatus::Error;
+  }
+  if (opts->backend == "nccl" && opts->compare == "nccl") {
+    *error = "--backend nccl with --compare nccl compares NCCL with itself; use one of them";
+    return ParseStatus::Error;
+  }
+  if (needsNccl(*opts) && opts->memory != Memory::Cuda) {
+    *error = std::string(opts->backend == "nccl" ? "--backend nccl" : "--compare nccl") +
+             " needs --memory cuda (NCCL runs on CUDA device buffers)";
+    return ParseStatus::Error;
+  }
+  if (needsMpi(*opts) && opts->memory == Memory::Cuda) {
+    *error = std::string(opts->backend == "mpi" ? "--backend mpi" : "--compare mpi") +
+             " runs on host buffers only; --memory cuda works with --backend conflux or nccl and --compare nccl";
+    return ParseStatus::Error;
+  }
+  if (opts->localRegister != 0 && opts->memory == Memory::Cuda) {
+    *error = "-R 1 allocates host memory with cfxMemAlloc and registers it; with --memory cuda leave it out";
     return ParseStatus::Error;
   }
   const CollInfo& info = collInfo(opts->coll);

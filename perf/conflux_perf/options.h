@@ -1,5 +1,5 @@
 // conflux-perf: command-line options. nccl-tests' flags with their meanings and defaults, plus
-// conflux-perf's own (--ranks, --pin, --backend, --compare). Parsing validates everything it can
+// conflux-perf's own (--ranks, --pin, --backend, --compare, --memory). Parsing validates everything it can
 // before any rank starts, so a bad flag is one clear message and exit status 2.
 #pragma once
 
@@ -10,6 +10,9 @@
 #include "collectives.h"
 
 namespace cfxperf {
+
+/// Where the benchmark's buffers live (--memory).
+enum class Memory { Host, Cuda };
 
 struct Options {
   Coll coll = Coll::AllReduce;
@@ -35,8 +38,9 @@ struct Options {
   // conflux-perf flags.
   int ranks = 0;                 ///< --ranks: fork this many local ranks (0: use the launcher)
   bool pin = false;              ///< --pin: rank r runs on core r % cores
-  std::string backend = "conflux";  ///< --backend conflux|mpi
-  std::string compare;           ///< --compare mpi (empty: no comparison)
+  std::string backend = "conflux";  ///< --backend conflux|mpi|nccl
+  std::string compare;           ///< --compare mpi|nccl (empty: no comparison)
+  Memory memory = Memory::Host;  ///< --memory host|cuda
   bool explain = false;          ///< --explain: the library logs its algorithm choices (rank 0, once per size)
   std::vector<std::string> argv; ///< the command line as given
 };
@@ -51,6 +55,12 @@ std::string usageText(const char* program);
 
 /// True when the MPI backend is needed in this process (--backend mpi or --compare mpi).
 bool needsMpi(const Options& opts);
+
+/// True when the NCCL backend is used (--backend nccl or --compare nccl).
+bool needsNccl(const Options& opts);
+
+/// Exit status of a run that could not measure anything because there is no CUDA device (--memory cuda).
+constexpr int kExitSkipped = 77;
 
 /// Parses a size with an optional K/M/G suffix (powers of 1024), as nccl-tests does. False if invalid.
 bool parseSize(const std::string& text, size_t* bytes);

@@ -59,6 +59,7 @@ std::string formatFloat(double value, int width) {
 void TextReport::header(const RunInfo& info) {
   const Options& o = *info.opts;
   compare_ = !o.compare.empty();
+  if (info.backends.size() > 1) other_ = info.backends[1];
   const CollInfo& coll = collInfo(o.coll);
   int libVersion = 0;
   cfxGetVersion(&libVersion);
@@ -73,14 +74,26 @@ void TextReport::header(const RunInfo& info) {
           o.iters, o.aggIters, o.check);
   std::string backends = info.backends.empty() ? "?" : info.backends[0];
   if (info.backends.size() > 1) backends += ", compared with " + info.backends[1];
-  fprintf(out_, "# conflux-perf: %s %s; %d rank%s (%s)%s; host buffers; time: %s (-a %d)\n", coll.command,
+  const bool cuda = o.memory == Memory::Cuda;
+  fprintf(out_, "# conflux-perf: %s %s; %d rank%s (%s)%s; %s; time: %s (-a %d)\n", coll.command,
           backends.c_str(), info.nranks, info.nranks == 1 ? "" : "s", info.launch.c_str(),
-          o.pin ? ", pinned" : "", averageName(o.average), o.average);
+          o.pin ? ", pinned" : "", cuda ? "CUDA device buffers, one stream per rank" : "host buffers",
+          averageName(o.average), o.average);
+  for (size_t i = 0; i < info.backends.size() && i < info.backendVersions.size(); ++i) {
+    if (!info.backendVersions[i].empty()) {
+      fprintf(out_, "# conflux-perf: %s version %s\n", info.backends[i].c_str(), info.backendVersions[i].c_str());
+    }
+  }
   if (o.blocking) fprintf(out_, "# Blocking Enabled: wait for completion and barrier after each collective \n");
   fprintf(out_, "#\n# Using devices\n");
   for (const DeviceLine& d : info.devices) {
     std::string cores = d.cores.find_first_of(",-") == std::string::npos ? "cpu core " + d.cores
                                                                           : "cpu cores " + d.cores;
+    if (d.gpu >= 0) {  // nccl-tests' GPU line: CUDA device index, PCI bus id, name
+      fprintf(out_, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n", d.rank, 0, d.pid, d.host.c_str(),
+              d.gpu, d.busId.c_str(), d.gpuName.c_str());
+      continue;
+    }
     fprintf(out_, "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] host memory, %s\n", d.rank, 0, d.pid,
             d.host.c_str(), d.localRank, cores.c_str(), info.cpuModel.c_str());
   }
@@ -111,7 +124,7 @@ void TextReport::noteOnce(const std::string& text) {
 }
 
 void TextReport::row(const RowResult& r) {
-  if (r.compared && !r.mpiSkipped.empty()) noteOnce("mpi: " + r.mpiSkipped + "; its columns are N/A");
+  if (r.compared && !r.mpiSkipped.empty()) noteOnce(other_ + ": " + r.mpiSkipped + "; its columns are N/A");
   std::string line = printf2s("%12zu  %12zu  %8s  %6s  %6i", r.bytes, r.count, typeName(r.type), r.redop.c_str(),
                               r.root);
   line += place(r.main[0]) + place(r.main[1]);

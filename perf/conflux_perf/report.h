@@ -29,6 +29,7 @@ class TextReport {
  private:
   FILE* out_;
   bool compare_ = false;
+  std::string other_ = "mpi";  ///< the comparison backend's name
   std::set<std::string> notes_;
 };
 

@@ -32,13 +32,16 @@ struct RowResult {
   std::string mpiSkipped;  ///< why MPI did not run this row, when it did not
 };
 
-/// One rank's "device": its process, host and cores.
+/// One rank's "device": its process, host and cores, and its GPU with --memory cuda.
 struct DeviceLine {
   int rank = 0;
   int pid = 0;
   int localRank = 0;
   std::string host;
   std::string cores;
+  int gpu = -1;          ///< CUDA device index; -1 for host memory
+  std::string gpuName;   ///< "NVIDIA H200"
+  std::string busId;     ///< "0000:1b:00.0"
 };
 
 /// What the header describes.
@@ -47,6 +50,7 @@ struct RunInfo {
   int nranks = 1;
   std::string launch;       ///< "fork", "mpirun", "launcher", "mpi" or "single"
   std::vector<std::string> backends;  ///< benchmarked backend first, then the comparison
+  std::vector<std::string> backendVersions;  ///< Backend::version() of each ("" where none)
   std::vector<DeviceLine> devices;
   std::string cpuModel;
   int cores = 1;

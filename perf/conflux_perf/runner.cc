@@ -1,4 +1,7 @@
 // conflux-perf: timing loop, rank agreement on times and errors, rows for the reports (see runner.h).
+// With --memory cuda the buffers are device memory: inputs are written and results read on host copies
+// (check.cc's code) moved with cudaMemcpy, and the calls are ordered on one stream per rank, timed as
+// nccl-tests times them: the iterations enqueued back to back, one stream synchronization at the end.
 #include "runner.h"
 
 #include <unistd.h>
@@ -12,6 +15,7 @@
 #include <vector>
 
 #include "check.h"
+#include "device_memory.h"
 #include "json.h"
 #include "report.h"
 #include "sysinfo.h"
@@ -21,17 +25,25 @@ namespace cfxperf {
 namespace {
 
 struct DeviceRecord {  // exchanged between ranks as bytes
-  int32_t rank, pid, localRank;
-  char host[116];
+  int32_t rank, pid, localRank, gpu;
+  char host[112];
   char cores[128];
+  char gpuName[96];
+  char busId[32];
 };
 
-/// One benchmark buffer: page-aligned heap memory, or cfxMemAlloc memory registered with every backend
-/// (-R 1, as nccl-tests' -R allocates with ncclMemAlloc and registers).
+/// One benchmark buffer: page-aligned heap memory, cfxMemAlloc memory registered with every backend
+/// (-R 1, as nccl-tests' -R allocates with ncclMemAlloc and registers), or CUDA device memory.
 class Buffer {
  public:
-  Buffer(size_t bytes, bool shared, const std::vector<std::unique_ptr<Backend>>& backends) : backends_(backends) {
+  Buffer(size_t bytes, bool shared, Memory memory, const std::vector<std::unique_ptr<Backend>>& backends)
+      : backends_(backends) {
     bytes = bytes == 0 ? 1 : bytes;
+    if (memory == Memory::Cuda) {
+      device_ = std::make_unique<DeviceMemory>(bytes);  // zeroed
+      p_ = device_->get();
+      return;
+    }
     if (shared) {
       if (cfxMemAlloc(&p_, bytes) != cfxSuccess) throw std::runtime_error(std::string("cfxMemAlloc: ") + cfxGetLastError(nullptr));
       shared_ = true;
@@ -43,6 +55,7 @@ class Buffer {
   }
   ~Buffer() {
     for (size_t i = 0; i < handles_.size(); ++i) backends_[i]->deregisterBuffer(handles_[i]);
+    if (device_) return;
     if (shared_) cfxMemFree(p_);
     else std::free(p_);
   }
@@ -54,14 +67,24 @@ class Buffer {
   const std::vector<std::unique_ptr<Backend>>& backends_;
   void* p_ = nullptr;
   bool shared_ = false;
+  std::unique_ptr<DeviceMemory> device_;
   std::vector<void*> handles_;
 };
+
+// The stream of a --memory cuda run; none for host memory.
+std::unique_ptr<DeviceStream> makeStream(Memory memory) {
+  return memory == Memory::Cuda ? std::make_unique<DeviceStream>() : nullptr;
+}
 
 class Bench {
  public:
   Bench(const Options& o, RankSetup& s)
       : o_(o), setup_(s), rank_(s.backends[0]->rank()), n_(s.backends[0]->nranks()),
-        send_(o.maxBytes, o.localRegister != 0, s.backends), recv_(o.maxBytes, o.localRegister != 0, s.backends) {}
+        cuda_(o.memory == Memory::Cuda), stream_(makeStream(o.memory)),
+        send_(o.maxBytes, o.localRegister != 0, o.memory, s.backends),
+        recv_(o.maxBytes, o.localRegister != 0, o.memory, s.backends) {
+    for (const auto& b : setup_.backends) b->setMemory(o.memory, stream_ ? stream_->get() : nullptr);
+  }
 
   int run() {
     RunInfo info;
@@ -69,7 +92,10 @@ class Bench {
     info.nranks = n_;
     info.launch = setup_.launch;
     info.commandLine = setup_.commandLine;
-    for (const auto& b : setup_.backends) info.backends.emplace_back(b->name());
+    for (const auto& b : setup_.backends) {
+      info.backends.emplace_back(b->name());
+      info.backendVersions.push_back(b->version());
+    }
     info.cpuModel = cpuModel();
     info.cores = onlineCores();
     if (rank_ == 0) {
@@ -118,10 +144,21 @@ class Bench {
     mine.localRank = setup_.localRank;
     std::snprintf(mine.host, sizeof mine.host, "%s", hostName().c_str());
     std::snprintf(mine.cores, sizeof mine.cores, "%s", affinityList().c_str());
+    mine.gpu = -1;
+    if (cuda_) {
+      int gpu = -1;
+      std::string name, bus;
+      describeDevice(&gpu, &name, &bus);
+      mine.gpu = gpu;
+      std::snprintf(mine.gpuName, sizeof mine.gpuName, "%s", name.c_str());
+      std::snprintf(mine.busId, sizeof mine.busId, "%s", bus.c_str());
+    }
     std::vector<DeviceRecord> all(static_cast<size_t>(n_));
-    setup_.backends[0]->run(Coll::AllGather, &mine, all.data(), sizeof mine, cfxInt8, cfxSum, 0);
+    setup_.backends[0]->allgather(&mine, all.data(), sizeof mine);
     std::vector<DeviceLine> lines;
-    for (const DeviceRecord& r : all) lines.push_back({r.rank, r.pid, r.localRank, r.host, r.cores});
+    for (const DeviceRecord& r : all) {
+      lines.push_back({r.rank, r.pid, r.localRank, r.host, r.cores, r.gpu, r.gpuName, r.busId});
+    }
     return lines;
   }
 
@@ -157,14 +194,48 @@ class Bench {
     char* send = send_.get() + shift;
     char* recv = recv_.get() + shift;
     b.run(s.coll, s.send(send, recv), s.recv(recv), s.counts.param, s.type, s.op, s.root);
-    if (o_.blocking) b.barrier();
+    if (o_.blocking) {
+      waitStream();
+      b.barrier();
+    }
+  }
+
+  // Device memory: waits until the calls enqueued on the stream are done (host calls are done already).
+  void waitStream() {
+    if (stream_) stream_->wait();
+  }
+
+  // Bytes from the start of either buffer that one call reads or writes (shift 0, as the checked calls).
+  static size_t extent(const CallShape& s) { return std::max(s.counts.send, s.counts.recv) * typeSize(s.type); }
+
+  // Writes the inputs of a checked call (check.cc's fillInputs), through host copies for device memory.
+  void prepareInputs(const CallShape& s) {
+    if (!cuda_) {
+      fillInputs(s, send_.get(), recv_.get());
+      return;
+    }
+    if (hostSend_.empty()) {
+      hostSend_.resize(std::max<size_t>(o_.maxBytes, 1));
+      hostRecv_.resize(std::max<size_t>(o_.maxBytes, 1));
+    }
+    fillInputs(s, hostSend_.data(), hostRecv_.data());
+    copyToDevice(send_.get(), hostSend_.data(), extent(s), stream_->get());
+    copyToDevice(recv_.get(), hostRecv_.data(), extent(s), stream_->get());
+  }
+
+  // Wrong elements of this rank's result of the call just made (waits for it on device memory).
+  int64_t wrongElements(const CallShape& s) {
+    if (!cuda_) return countWrong(s, recv_.get());
+    copyToHost(hostRecv_.data(), recv_.get(), extent(s), stream_->get());  // after the call, on its stream
+    return countWrong(s, hostRecv_.data());
   }
 
   PlaceResult bench(Backend& b, const CallShape& s, int* errorCount) {
     PlaceResult r;
     r.ran = true;
-    if (o_.check) fillInputs(s, send_.get(), recv_.get());
+    if (o_.check) prepareInputs(s);
     startColl(b, s, 0);
+    waitStream();
     b.barrier();
     const auto t0 = std::chrono::steady_clock::now();
     for (int iter = 0; iter < o_.iters; ++iter) {
@@ -172,6 +243,7 @@ class Bench {
       for (int a = 0; a < o_.aggIters; ++a) startColl(b, s, iter * o_.aggIters + a);
       if (o_.aggIters > 1) b.groupEnd();
     }
+    waitStream();  // device memory: the calls were only enqueued
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double sec = elapsed / (static_cast<double>(o_.iters) * o_.aggIters);
     switch (o_.average) {
@@ -187,9 +259,9 @@ class Bench {
     if (o_.check == 0) return r;
     r.wrong = 0;
     for (int c = 0; c < o_.check; ++c) {
-      fillInputs(s, send_.get(), recv_.get());
+      prepareInputs(s);
       startColl(b, s, 0);
-      const int64_t local = countWrong(s, recv_.get());
+      const int64_t local = wrongElements(s);
       double stats[2] = {static_cast<double>(local), local > 0 ? 1.0 : 0.0};
       b.allreduce(stats, 2, Combine::Sum);
       r.wrong = static_cast<int64_t>(stats[0]);
@@ -206,6 +278,7 @@ class Bench {
       if (!b.supports(s.coll, type, op, s.counts.param, &why)) continue;
       for (int iter = 0; iter < o_.warmup; ++iter) startColl(b, s, iter);
     }
+    waitStream();
   }
 
   void sweep(cfxDataType_t type, cfxRedOp_t op, int root) {
@@ -261,7 +334,10 @@ class Bench {
   RankSetup& setup_;
   const int rank_;
   const int n_;
+  const bool cuda_;
+  std::unique_ptr<DeviceStream> stream_;  // --memory cuda: the stream every call is ordered on
   Buffer send_, recv_;
+  std::vector<char> hostSend_, hostRecv_;  // --memory cuda: host copies for filling and checking
   std::unique_ptr<TextReport> text_;
   std::unique_ptr<JsonReport> json_;
   double busSum_ = 0, otherBusSum_ = 0, logRatioSum_ = 0;

@@ -14,6 +14,13 @@
 namespace cfxperf {
 
 struct RankSetup {
+  RankSetup() = default;
+  /// Destroys the backends last to first: a comparison backend may use the first one's communicator.
+  ~RankSetup() {
+    while (!backends.empty()) backends.pop_back();
+  }
+  RankSetup(const RankSetup&) = delete;
+  RankSetup& operator=(const RankSetup&) = delete;
   std::vector<std::unique_ptr<Backend>> backends;  ///< [0]: benchmarked; [1]: comparison (--compare)
   int localRank = 0;                              ///< this rank's index on its node
   std::string launch;                             ///< how the ranks were started (for the header)

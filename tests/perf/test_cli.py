@@ -33,9 +33,9 @@ BAD = [
     (["allreduce", "-g", "8"], "-g (--ngpus)"),
     (["allreduce", "-G", "1"], "-G (--cudagraph)"),
     (["allreduce", "--ranks", "0"], "--ranks"),
-    (["allreduce", "--backend", "nccl"], "nccl backend is not built yet"),
+    (["allreduce", "--backend", "nccl"], "--backend nccl needs --memory cuda"),
     (["allreduce", "--backend", "gloo"], "--backend"),
-    (["allreduce", "--compare", "nccl"], "--compare"),
+    (["allreduce", "--compare", "gloo"], "--compare"),
     (["allreduce", "--backend", "mpi", "--compare", "mpi"], "compares MPI with itself"),
     (["allreduce", "stray"], "unexpected argument 'stray'"),
 ]
