@@ -228,7 +228,9 @@ Status DeviceCalls::recordPending(void* stream) {
 Status DeviceCalls::runStaged(const CallArgs& a) {
   const BufferSizes sz = sizesOf(a, setup_.rank, setup_.nranks);
   const bool sendDev = sz.send > 0 && placeOf(a.send).space == MemSpace::Cuda;
-  const bool recvDev = sz.recv > 0 && placeOf(a.recv).space == MemSpace::Cuda;
+  // A reduce leaves non-root receive buffers alone: nothing is copied back there.
+  const bool writesRecv = !(a.coll == Collective::Reduce && a.root != setup_.rank);
+  const bool recvDev = writesRecv && sz.recv > 0 && placeOf(a.recv).space == MemSpace::Cuda;
   const StagedLayout l = layoutFor(sendDev ? a.send : nullptr, sendDev ? sz.send : 0,
                                    recvDev ? a.recv : nullptr, recvDev ? sz.recv : 0);
   if (Status s = stagingFor(l.bytes); !s) return s;
