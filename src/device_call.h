@@ -19,6 +19,8 @@
 #include "core/error.h"
 #include "src/communicator.h"
 
+struct CUstream_st;  // cudaStream_t without the CUDA headers
+
 namespace conflux {
 
 namespace cuda_ipc {
@@ -51,13 +53,21 @@ class DeviceCalls {
   Status asyncError() const;
 
  private:
+  Status runAlone(const CallArgs& a);
   bool ipcEligible(const CallArgs& a, int& device) const;
   Status ensureIpc(int device);
   Status runIpcAllReduce(const CallArgs& a);
   Status runStaged(const CallArgs& a);
+  /// A staged call: the host-side arguments and the device buffers they mirror (null: not staged).
+  struct Staged {
+    CallArgs args;
+    const void* deviceSend = nullptr;
+    void* deviceRecv = nullptr;
+  };
+  Status runPieces(const Staged& st, uint64_t pieceCount, CUstream_st* stream);
   /// Waits until the copies back from the staging buffer (previous call) are done, then grows it.
   Status stagingFor(size_t bytes);
-  Status recordPending(void* stream);
+  Status recordPending(CUstream_st* stream);
 
   Setup setup_;
   HostRun runHost_;
@@ -66,11 +76,13 @@ class DeviceCalls {
   bool ipcTried_ = false;
   size_t ipcSlotBytes_ = 0;
   size_t oneShotBytes_ = 0;
+  size_t pieceBytes_ = 0;
   uint64_t gen_ = 0;
   std::unique_ptr<cuda_ipc::IpcWorkspace> ipc_;
   void* staging_ = nullptr;  // pinned host memory
   size_t stagingBytes_ = 0;
   std::vector<void*> pending_;  // cudaEvent_t recorded after copies out of the staging buffer
+  std::vector<void*> pieceEvents_;  // cudaEvent_t marking each piece's copy to the host (reused)
 };
 
 }  // namespace conflux

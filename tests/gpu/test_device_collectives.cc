@@ -91,6 +91,29 @@ TEST_P(DeviceCollectives, AllReduceThroughHostStaging) {
 INSTANTIATE_TEST_SUITE_P(Ranks, DeviceCollectives, ::testing::Values(2, 3, 4),
                          [](const auto& p) { return std::to_string(p.param) + "ranks"; });
 
+#if CONFLUX_TEST_OFI
+// Two simulated nodes of two ranks on loopback (libfabric tcp between them): device buffers stage
+// through pinned host memory in pieces (small pieces here, so that a call has many), and the
+// hierarchical all-reduce runs on them; every collective, with the selector's choices and hier forced.
+class DeviceAcrossNodes : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(DeviceAcrossNodes, EveryCollectiveStagedInPieces) {
+  REQUIRE_CUDA_DEVICE();
+  Sweep sweep = deviceSweep({1, 1023, 300007, (1u << 21) + 3});
+  sweep.types = {cfxInt8, cfxFloat16, cfxFloat32, cfxFloat64};
+  RunOptions opts;
+  opts.env = {{"CONFLUX_ALGO", GetParam()}, {"CONFLUX_CUDA_STAGING_PIECE_BYTES", "262144"}};
+  auto out = runRanks(4, [&](int r, int nr, const cfxUniqueId& id) {
+    simulateNode(r / 2);
+    return sweepBody(r, nr, id, sweep);
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+INSTANTIATE_TEST_SUITE_P(Algos, DeviceAcrossNodes, ::testing::Values("", "allreduce=hier"),
+                         [](const auto& p) { return std::string(*p.param ? "hier" : "auto"); });
+#endif
+
 // Rank 1 never calls the all-reduce: rank 0's kernel gives up after CONFLUX_TIMEOUT_MS, the stream
 // completes, and the communicator reports the timeout naming rank 1.
 TEST(DeviceFailures, MissingPeerTimesOutInsteadOfHanging) {

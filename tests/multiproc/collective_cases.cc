@@ -147,8 +147,10 @@ class CaseRunner {
   /// The call on device copies of send_ and recv_ (same offsets), then the results copied back.
   cfxResult_t callOnDevice(const Case& c, const std::byte* sendPtr, std::byte* recvPtr) {
 #if CONFLUX_TEST_CUDA
-    if (!deviceCopy(&dSend_, &dSendBytes_, send_.data(), send_.size()) ||
-        !deviceCopy(&dRecv_, &dRecvBytes_, recv_.data(), recv_.size())) {
+    // The copies go on the call's stream: a plain cudaMemcpy from pageable memory may return before
+    // its DMA lands, and the non-blocking stream would not wait for it.
+    if (!deviceCopy(&dSend_, &dSendBytes_, send_.data(), send_.size(), stream_) ||
+        !deviceCopy(&dRecv_, &dRecvBytes_, recv_.data(), recv_.size(), stream_)) {
       return cfxUnhandledCudaError;
     }
     auto onDevice = [&](const std::byte* p) -> std::byte* {
@@ -158,8 +160,9 @@ class CaseRunner {
     cfxResult_t r = call(c, onDevice(sendPtr), onDevice(recvPtr), stream_);
     if (r != cfxSuccess) return r;
     if (cudaStreamSynchronize(stream_) != cudaSuccess) return cfxUnhandledCudaError;
-    if (cudaMemcpy(send_.data(), dSend_, send_.size(), cudaMemcpyDeviceToHost) != cudaSuccess ||
-        cudaMemcpy(recv_.data(), dRecv_, recv_.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
+    if (cudaMemcpyAsync(send_.data(), dSend_, send_.size(), cudaMemcpyDeviceToHost, stream_) != cudaSuccess ||
+        cudaMemcpyAsync(recv_.data(), dRecv_, recv_.size(), cudaMemcpyDeviceToHost, stream_) != cudaSuccess ||
+        cudaStreamSynchronize(stream_) != cudaSuccess) {
       return cfxUnhandledCudaError;
     }
     return cfxSuccess;
@@ -171,14 +174,15 @@ class CaseRunner {
 
 #if CONFLUX_TEST_CUDA
   /// Grows *dev to the host buffer's size and copies the host buffer into it.
-  static bool deviceCopy(std::byte** dev, size_t* capacity, const std::byte* host, size_t bytes) {
+  static bool deviceCopy(std::byte** dev, size_t* capacity, const std::byte* host, size_t bytes, cudaStream_t stream) {
     if (bytes > *capacity) {
       if (*dev) cudaFree(*dev);
       *dev = nullptr;
       if (cudaMalloc(reinterpret_cast<void**>(dev), bytes) != cudaSuccess) return false;
       *capacity = bytes;
     }
-    return cudaMemcpy(*dev, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess;
+    return cudaMemcpyAsync(*dev, host, bytes, cudaMemcpyHostToDevice, stream) == cudaSuccess &&
+           cudaStreamSynchronize(stream) == cudaSuccess;
   }
 #endif
 

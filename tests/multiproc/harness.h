@@ -36,6 +36,11 @@ std::vector<RankOutcome> runRanks(int nranks, const RankBody& body, const RunOpt
 /// True when every rank exited with code 0; otherwise adds a gtest failure describing each bad rank.
 bool allSucceeded(const std::vector<RankOutcome>& outcomes);
 
+/// Makes this process (a forked rank, before cfxCommInitRank) a rank of simulated node `node`: its own
+/// node identity, so ranks of other nodes are reached through libfabric (tcp over loopback), not shared
+/// memory. Needs a build with libfabric.
+void simulateNode(int node);
+
 /// Names of files in /dev/shm whose name starts with `prefix`.
 std::vector<std::string> shmFiles(const std::string& prefix = "conflux-");
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "tests/multiproc/collective_cases.h"
 #include "tests/multiproc/harness.h"
@@ -111,5 +112,42 @@ INSTANTIATE_TEST_SUITE_P(
                       AlgoCase{"tree", 5}, AlgoCase{"dbtree", 4}, AlgoCase{"dbtree", 7}, AlgoCase{"oneshot", 3},
                       AlgoCase{"twoshot", 5}, AlgoCase{"pairwise", 4}, AlgoCase{"direct", 3}),
     [](const auto& p) { return std::string(p.param.algo) + "_" + std::to_string(p.param.nranks) + "ranks"; });
+
+#if CONFLUX_TEST_OFI
+// Simulated nodes on loopback (no namespaces, no root): rank r is on node nodeOf[r], and ranks of
+// different nodes talk through libfabric's tcp provider. Every collective, datatype and op with the
+// selector's choices, and with the hierarchical all-reduce forced (uneven 2+1 falls back to the ring).
+struct NodesCase {
+  std::vector<int> nodeOf;
+  const char* algo;
+};
+
+void PrintTo(const NodesCase& c, std::ostream* os) { *os << c.nodeOf.size() << " ranks, algo " << c.algo; }
+
+class NodesOnLoopback : public ::testing::TestWithParam<NodesCase> {};
+
+TEST_P(NodesOnLoopback, MatchesReference) {
+  const NodesCase c = GetParam();
+  Sweep sweep = fullSweep({0, 1, 1023, 300007});
+  sweep.types = {cfxInt8, cfxFloat16, cfxFloat32, cfxFloat64};
+  RunOptions opts;
+  opts.env = {{"CONFLUX_ALGO", c.algo}};
+  auto out = runRanks(static_cast<int>(c.nodeOf.size()), [&](int r, int nr, const cfxUniqueId& id) {
+    simulateNode(c.nodeOf[r]);
+    return sweepBody(r, nr, id, sweep);
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, NodesOnLoopback,
+    ::testing::Values(NodesCase{{0, 0, 1, 1}, ""}, NodesCase{{0, 0, 1, 1}, "allreduce=hier"},
+                      NodesCase{{0, 1, 0}, ""}, NodesCase{{0, 0, 1}, "allreduce=hier"}),
+    [](const auto& p) {
+      std::string name;
+      for (int node : p.param.nodeOf) name += std::to_string(node);
+      return "nodes" + name + (*p.param.algo ? "_hier" : "_auto");
+    });
+#endif
 
 }  // namespace

@@ -40,6 +40,7 @@ class DeviceScope {
 struct Report {
   uint32_t ok = 0;
   cudaIpcMemHandle_t handle{};
+  char busId[32] = {};  // PCI bus id of the rank's GPU
   char reason[kReasonBytes] = {};
 };
 
@@ -116,9 +117,13 @@ Status IpcWorkspace::open(int rank, int nranks, const AllGather& allGather) {
       setReason(mine, cudaText("cudaHostGetDevicePointer", e));
     }
   }
+  if (cudaDeviceGetPCIBusId(mine.busId, sizeof mine.busId - 1, device_) != cudaSuccess) cudaGetLastError();
   if (!mine.ok) cudaGetLastError();
   std::vector<Report> all;
   if (Status s = gather(allGather, mine, nranks, all, "allocation"); !s) return s;
+  for (int p = 0; p < nranks; ++p) {
+    if (p != rank && std::strncmp(all[p].busId, mine.busId, sizeof mine.busId) == 0) ++sharers_;
+  }
 
   Report opened;
   opened.ok = 1;

@@ -35,6 +35,8 @@ class IpcWorkspace {
   uint32_t* errorWordDevice() const { return errorDevice_; }
   /// 0 while no kernel timed out, else 1 + the local rank a kernel waited for in vain.
   uint32_t errorWord() const;
+  /// Other ranks whose workspace is on this rank's GPU (processes sharing one GPU).
+  int gpuSharers() const { return sharers_; }
 
  private:
   IpcWorkspace() = default;
@@ -47,6 +49,7 @@ class IpcWorkspace {
   uint32_t* errorHost_ = nullptr;       // cudaHostAlloc'd, mapped
   uint32_t* errorDevice_ = nullptr;
   cuda::IpcPeers peers_;
+  int sharers_ = 0;
 };
 
 }  // namespace conflux::cuda_ipc
