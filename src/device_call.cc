@@ -10,26 +10,17 @@
 #include "algorithms/plan.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "kernels/cuda/ipc_allreduce.h"
-#include "kernels/cuda/reduce.h"
+#include "src/device_call_util.h"
 #include "src/device_memory.h"
 #include "transport/cuda_ipc/ipc_workspace.h"
 
 namespace conflux {
-namespace {
-
-constexpr size_t kAlign = 64;
-
-size_t alignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 Status cudaFailure(const std::string& what, cudaError_t e) {
   cudaGetLastError();
   return Status(Code::CudaError, what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
-cudaStream_t streamOf(void* s) { return static_cast<cudaStream_t>(s); }
-
-/// Byte sizes of a call's send and receive buffers on this rank (0 where the rank does not use one).
 BufferSizes sizesOf(const CallArgs& a, int rank, int nranks) {
   PlanParams p;
   p.coll = a.coll;
@@ -40,6 +31,13 @@ BufferSizes sizesOf(const CallArgs& a, int rank, int nranks) {
   p.root = a.root;
   return bufferSizes(p);
 }
+
+namespace {
+
+constexpr size_t kAlign = 64;
+
+size_t alignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
 
 /// Where a call's buffers go in the staging area: one region covering both when they overlap (in-place
 /// calls keep their layout), else receive first and send after it.
@@ -78,6 +76,7 @@ DeviceCalls::DeviceCalls(const Setup& setup, HostRun runHost, HostP2p runP2pHost
 }
 
 DeviceCalls::~DeviceCalls() {
+  if (ipcSwitch_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(ipcSwitch_));
   for (void* e : pieceEvents_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
   for (void* e : pending_) {
     cudaEventSynchronize(static_cast<cudaEvent_t>(e));
@@ -100,7 +99,7 @@ Status DeviceCalls::asyncError() const {
   if (ipc_ == nullptr) return Status::ok();
   const uint32_t word = ipc_->errorWord();
   if (word == 0) return Status::ok();
-  return Status(Code::Timeout, "a CUDA-IPC all-reduce kernel waited more than " + std::to_string(setup_.timeoutMs) +
+  return Status(Code::Timeout, "a CUDA-IPC kernel waited more than " + std::to_string(setup_.timeoutMs) +
                                    " ms for rank " + std::to_string(word - 1));
 }
 
@@ -110,7 +109,7 @@ Status DeviceCalls::run(const CallArgs& a) {
   int device = -1;
   if (ipcEligible(a, device)) {
     if (Status s = ensureIpc(device); !s) return s;
-    if (ipc_ != nullptr) return runIpcAllReduce(a);
+    if (ipc_ != nullptr) return runIpc(a);
   }
   return runStaged(a);
 }
@@ -121,90 +120,6 @@ Status DeviceCalls::runAlone(const CallArgs& a) {
   if (a.send == a.recv || sz.recv == 0) return Status::ok();
   if (cudaError_t e = cudaMemcpyAsync(a.recv, a.send, sz.recv, cudaMemcpyDefault, streamOf(a.stream)); e != cudaSuccess) {
     return cudaFailure("recvbuff: copy from sendbuff", e);
-  }
-  return Status::ok();
-}
-
-bool DeviceCalls::ipcEligible(const CallArgs& a, int& device) const {
-  if (!ipcEnabled_ || (ipcTried_ && ipc_ == nullptr)) return false;
-  if (a.coll != Collective::AllReduce || !setup_.oneNode || setup_.nranks < 2 ||
-      setup_.nranks > cuda::kIpcMaxRanks) {
-    return false;
-  }
-  const BufferPlace s = placeOf(a.send), r = placeOf(a.recv);
-  if (s.space != MemSpace::Cuda || r.space != MemSpace::Cuda || s.device != r.device) return false;
-  device = s.device;
-  return true;
-}
-
-Status DeviceCalls::ensureIpc(int device) {
-  if (ipcTried_) {
-    if (ipc_ != nullptr && ipc_->device() != device) {
-      return Status(Code::InvalidUsage, "sendbuff: on CUDA device " + std::to_string(device) +
-                                            ", but this communicator's device buffers are on device " +
-                                            std::to_string(ipc_->device()));
-    }
-    return Status::ok();
-  }
-  ipcTried_ = true;
-  // The handles travel through an all-gather of the communicator itself, on host buffers.
-  cuda_ipc::AllGather allGather = [&](const std::vector<uint8_t>& mine, std::vector<uint8_t>& all) {
-    all.assign(mine.size() * static_cast<size_t>(setup_.nranks), 0);
-    CallArgs g;
-    g.coll = Collective::AllGather;
-    g.send = mine.data();
-    g.recv = all.data();
-    g.count = mine.size();
-    g.dtype = DataType::Uint8;
-    return runHost_(g);
-  };
-  Status status;
-  ipc_ = cuda_ipc::IpcWorkspace::create(setup_.rank, setup_.nranks, device, ipcSlotBytes_, allGather, status);
-  if (ipc_ == nullptr) {
-    // Every rank got the same verdict; the all-gathers succeeded, so staging still works.
-    if (status.code() == Code::CudaError || status.code() == Code::InvalidUsage) {
-      CFX_WARN(kInit, "CUDA IPC unavailable, device all-reduce uses host staging: %s", status.message().c_str());
-      return Status::ok();
-    }
-    return status;
-  }
-  CFX_INFO(kInit, "CUDA IPC workspace on device %d: 2 x %zu bytes per rank", device, ipc_->slotBytes());
-  if (ipc_->gpuSharers() > 0 && setup_.rank == 0) {
-    // Kernels of different processes on one GPU run concurrently only under MPS; otherwise each one
-    // waits for a time slice (about 4.5 ms per all-reduce measured on an H200).
-    CFX_WARN(kInit, "%d ranks share one GPU: start the MPS daemon (nvidia-cuda-mps-control -d) so that their "
-             "all-reduce kernels run concurrently; without it each call waits for GPU time slices (milliseconds)",
-             ipc_->gpuSharers() + 1);
-  }
-  return Status::ok();
-}
-
-Status DeviceCalls::runIpcAllReduce(const CallArgs& a) {
-  const size_t elt = dataTypeSize(a.dtype);
-  const size_t maxCount = ipc_->slotBytes() / elt;
-  cudaStream_t stream = streamOf(a.stream);
-  cuda::IpcAllReduceCall c;
-  c.type = a.dtype;
-  c.op = a.op == RedOp::Avg ? RedOp::Sum : a.op;
-  c.rank = setup_.rank;
-  c.nranks = setup_.nranks;
-  c.slotBytes = ipc_->slotBytes();
-  c.error = ipc_->errorWordDevice();
-  c.timeoutNs = static_cast<uint64_t>(setup_.timeoutMs) * 1000000ull;
-  for (uint64_t done = 0; done < a.count;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(maxCount, a.count - done));
-    c.send = static_cast<const std::byte*>(a.send) + done * elt;
-    c.recv = static_cast<std::byte*>(a.recv) + done * elt;
-    c.count = n;
-    c.gen = ++gen_;
-    const cudaError_t e = n * elt <= oneShotBytes_ ? cuda::launchIpcOneShot(ipc_->peers(), c, stream)
-                                                   : cuda::launchIpcTwoShot(ipc_->peers(), c, stream);
-    if (e != cudaSuccess) return cudaFailure("CUDA-IPC all-reduce launch", e);
-    done += n;
-  }
-  if (a.op == RedOp::Avg) {
-    const cudaError_t e = cuda::launchDivide(a.dtype, a.recv, a.count, setup_.nranks, stream);
-    if (e != cudaSuccess) return cudaFailure("average division launch", e);
   }
   return Status::ok();
 }

@@ -1,10 +1,11 @@
 // Collectives and point-to-point batches on CUDA device buffers (builds with CONFLUX_WITH_CUDA only).
 //
 // Two paths, chosen alike on every rank:
-//   - all-reduce among the ranks of one node (2..8 ranks, CONFLUX_CUDA_IPC=1): the CUDA-IPC one-shot or
-//     two-shot kernels (kernels/cuda/ipc_allreduce.h) read the peers' workspaces directly. Fully
-//     asynchronous: the call enqueues kernels on the caller's stream and returns.
-//   - everything else (other collectives, ranks on several nodes, hierarchical all-reduce included):
+//   - collectives among the ranks of one node (2..8 ranks, CONFLUX_CUDA_IPC=1): CUDA-IPC kernels
+//     (kernels/cuda/ipc_allreduce.h: one-shot and two-shot all-reduce; ipc_collectives.h: the others)
+//     read the peers' workspaces directly. Fully asynchronous: the call enqueues kernels on the caller's
+//     stream and returns.
+//   - everything else (point-to-point, ranks on several nodes, hierarchical all-reduce included):
 //     staging through pinned host memory. The inputs are copied to the host on the caller's stream, the
 //     call waits for that stream, runs the host collective, and enqueues the copies back on the stream.
 //     The host is busy for the collective's duration; the results are ordered on the stream.
@@ -56,7 +57,8 @@ class DeviceCalls {
   Status runAlone(const CallArgs& a);
   bool ipcEligible(const CallArgs& a, int& device) const;
   Status ensureIpc(int device);
-  Status runIpcAllReduce(const CallArgs& a);
+  Status runIpc(const CallArgs& a);
+  Status orderAfterPreviousIpc(CUstream_st* stream);
   Status runStaged(const CallArgs& a);
   /// A staged call: the host-side arguments and the device buffers they mirror (null: not staged).
   struct Staged {
@@ -82,6 +84,9 @@ class DeviceCalls {
   void* staging_ = nullptr;  // pinned host memory
   size_t stagingBytes_ = 0;
   std::vector<void*> pending_;  // cudaEvent_t recorded after copies out of the staging buffer
+  void* ipcStream_ = nullptr;   // the stream of the last IPC launch
+  bool ipcStreamKnown_ = false;
+  void* ipcSwitch_ = nullptr;   // cudaEvent_t ordering a new stream after the previous one
   std::vector<void*> pieceEvents_;  // cudaEvent_t marking each piece's copy to the host (reused)
 };
 

@@ -6,15 +6,18 @@
 // and a grid needs no co-residency.
 //
 //   one-shot, call gen:  copy my part b of send -> my slot          (slot = workspace half gen & 1)
-//                        flag[me][b] := gen on every peer; wait flag[p][b] >= gen from every peer
+//                        flag[me][b] := 2 gen on every peer; wait flag[p][b] >= 2 gen from every peer
 //                        recv part b := reduce over ranks 0..n-1 of slot_p part b (same order everywhere:
 //                                       every rank gets the same bits)
 //   two-shot, call gen:  the message is cut into n segments, each into B parts;
 //                        copy part b of every segment of send -> my slot
-//                        flag := 2 gen - 1 everywhere; wait for it from every peer
-//                        my segment's part b := reduce over ranks of slot_p  -> my slot and recv (fused)
 //                        flag := 2 gen everywhere; wait for it from every peer
+//                        my segment's part b := reduce over ranks of slot_p  -> my slot and recv (fused)
+//                        flag := 2 gen + 1 everywhere; wait for it from every peer
 //                        recv, segment s part b := slot_s's (s != me)
+//
+// Flags only grow: every kernel of call gen publishes 2 gen first and 2 gen + 1 second (if at all), so
+// kernels of different kinds and grid sizes can follow each other in any order.
 //
 // Slot reuse. Call gen + 2 writes the slot half that call gen's readers used. Before that, each block of
 // call gen + 1 waited for the flag of the same block of every peer for call gen + 1, which that peer set
@@ -26,78 +29,13 @@
 // call.timeoutNs: a timed-out wait records the peer in the host-mapped error word and stops waiting.
 #include "kernels/cuda/ipc_allreduce.h"
 
+#include "kernels/cuda/ipc_sync.cuh"
 #include "kernels/cuda/reduce_device.cuh"
 
 namespace conflux::cuda {
 namespace {
 
-constexpr int kThreads = 512;
-
-__device__ __forceinline__ void storeRelease(uint64_t* p, uint64_t v) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-__device__ __forceinline__ uint64_t loadAcquire(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ uint64_t globalTimerNs() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-/// [lo, hi) of part i of n elements cut into `parts` pieces whose boundaries are multiples of `align`.
-__device__ __forceinline__ void partOf(size_t n, int parts, int i, size_t align, size_t& lo, size_t& hi) {
-  const size_t units = (n + align - 1) / align;
-  const size_t per = (units + parts - 1) / parts;
-  lo = min(n, static_cast<size_t>(i) * per * align);
-  hi = min(n, static_cast<size_t>(i + 1) * per * align);
-}
-
-/// Block-wide: publish `value` to every peer for this block, then wait until every peer published at
-/// least `value` for it. Returns false (all threads) when a wait timed out or another block saw one.
-__device__ bool exchangeFlags(const IpcPeers& peers, const IpcAllReduceCall& c, uint64_t value) {
-  __shared__ int failed;
-  const int b = blockIdx.x;
-  if (threadIdx.x == 0) failed = 0;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence_system();
-    for (int p = 0; p < c.nranks; ++p) {
-      if (p != c.rank) storeRelease(&peers.flags[p][c.rank * kIpcMaxBlocks + b], value);
-    }
-  }
-  const int p = static_cast<int>(threadIdx.x);
-  if (p < c.nranks && p != c.rank) {
-    const uint64_t* flag = &peers.flags[c.rank][p * kIpcMaxBlocks + b];
-    const volatile uint32_t* error = c.error;
-    uint64_t start = 0;
-    for (uint32_t spins = 0; loadAcquire(flag) < value; ++spins) {
-      if ((spins & 1023u) != 1023u) continue;
-      const uint64_t now = globalTimerNs();
-      if (start == 0) start = now;
-      if (*error != 0) {  // another block or rank gave up: the call is failed anyway
-        failed = 1;
-        break;
-      }
-      if (c.timeoutNs != 0 && now - start > c.timeoutNs) {
-        atomicCAS(c.error, 0u, static_cast<uint32_t>(p + 1));
-        __threadfence_system();
-        failed = 1;
-        break;
-      }
-    }
-  }
-  __syncthreads();
-  asm volatile("fence.acq_rel.sys;" ::: "memory");
-  return failed == 0;
-}
-
-template <class T>
-__device__ __forceinline__ T* slotOf(const IpcPeers& peers, const IpcAllReduceCall& c, int r) {
-  return reinterpret_cast<T*>(peers.data[r] + (c.gen & 1) * c.slotBytes);
-}
+using namespace ipc;
 
 template <class T, RedOp kOp>
 __global__ void __launch_bounds__(kThreads) oneShotKernel(IpcPeers peers, IpcAllReduceCall c) {
@@ -108,7 +46,7 @@ __global__ void __launch_bounds__(kThreads) oneShotKernel(IpcPeers peers, IpcAll
   T* mine = slotOf<T>(peers, c, c.rank) + lo;
   const T* in = static_cast<const T*>(c.send) + lo;
   reduceRange<T, RedOp::Sum>(mine, static_cast<T*>(nullptr), &in, 1, len, threadIdx.x, blockDim.x);
-  if (!exchangeFlags(peers, c, c.gen)) return;
+  if (!exchangeFlags(peers, c, 2 * c.gen)) return;
   const T* srcs[kIpcMaxRanks];
   for (int r = 0; r < c.nranks; ++r) srcs[r] = slotOf<T>(peers, c, r) + lo;
   reduceRange<T, kOp>(static_cast<T*>(c.recv) + lo, static_cast<T*>(nullptr), srcs, c.nranks, len, threadIdx.x,
@@ -130,7 +68,7 @@ __global__ void __launch_bounds__(kThreads) twoShotKernel(IpcPeers peers, IpcAll
     reduceRange<T, RedOp::Sum>(mine + segLo + lo, static_cast<T*>(nullptr), &in, 1, hi - lo, threadIdx.x,
                                blockDim.x);
   }
-  if (!exchangeFlags(peers, c, 2 * c.gen - 1)) return;
+  if (!exchangeFlags(peers, c, 2 * c.gen)) return;
   // Round 1: reduce my segment's part b from every slot, into my slot (for the others) and recv.
   size_t segLo, segHi, lo, hi;
   partOf(c.count, c.nranks, c.rank, kVec, segLo, segHi);
@@ -138,7 +76,7 @@ __global__ void __launch_bounds__(kThreads) twoShotKernel(IpcPeers peers, IpcAll
   const T* srcs[kIpcMaxRanks];
   for (int r = 0; r < c.nranks; ++r) srcs[r] = slotOf<T>(peers, c, r) + segLo + lo;
   reduceRange<T, kOp>(mine + segLo + lo, recv + segLo + lo, srcs, c.nranks, hi - lo, threadIdx.x, blockDim.x);
-  if (!exchangeFlags(peers, c, 2 * c.gen)) return;
+  if (!exchangeFlags(peers, c, 2 * c.gen + 1)) return;
   // Round 2: the other segments' reduced parts from their owners.
   for (int s = 0; s < c.nranks; ++s) {
     if (s == c.rank) continue;

@@ -26,7 +26,8 @@ struct IpcPeers {
 };
 
 /// One launch: `count` elements with count * size <= slotBytes. Every rank makes the same launches in
-/// the same order with the same `gen` (a per-communicator counter starting at 1).
+/// the same order with the same `gen` (a per-communicator counter starting at 1), one stream after
+/// another (a launch must not start before the rank's previous one finished).
 struct IpcAllReduceCall {
   const void* send = nullptr;
   void* recv = nullptr;
@@ -41,6 +42,10 @@ struct IpcAllReduceCall {
   /// kernel then finishes without waiting further (its output is not valid).
   uint32_t* error = nullptr;
   uint64_t timeoutNs = 0;  ///< 0: wait forever
+  // The other collectives (ipc_collectives.h) only:
+  int root = 0;            ///< broadcast and reduce
+  size_t sendStride = 0;   ///< elements between rank blocks of send (reduce-scatter, all-to-all)
+  size_t recvStride = 0;   ///< elements between rank blocks of recv (all-gather, all-to-all)
 };
 
 /// One-shot: each rank copies its input into its workspace, flags every peer, waits for theirs, then

@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
 # The GPU checks in one go, for a machine with an NVIDIA GPU (about 5 minutes on one H200): the CUDA
-# kernels against the CPU reference, every collective on device buffers with 2-4 processes sharing the
-# GPU(s), a missing peer that must time out, the kernel benchmark (reduce vs device-to-device copy), and
-# conflux-perf on device buffers (8 B one-shot latency, busbw to 256 MiB, NCCL side by side on one rank:
-# NCCL refuses two ranks on one GPU). If nvidia-cuda-mps-control exists, the 2-rank latency is measured
-# again under MPS (processes sharing a GPU then run concurrently instead of time-sliced).
+# kernels against the CPU reference, the kernel benchmark (reduce vs device-to-device copy), a missing
+# peer that must time out, every collective on device buffers with 2-4 processes sharing the GPU(s) and
+# across two simulated nodes, and conflux-perf on device buffers (latency, busbw to 256 MiB, one-shot vs
+# two-shot vs staging, NCCL side by side on one rank: NCCL refuses two ranks on one GPU). Processes
+# sharing a GPU run their kernels concurrently only under MPS: the script starts nvidia-cuda-mps-control
+# where it exists, after one time-sliced latency run.
 #
 #   tests/gpu/run-on-gpu.sh [--prebuilt DIR] [--out DIR] [--arch SM]
 #     --prebuilt DIR   executables from tests/gpu/bundle.sh (bin/, lib/) instead of building here
 #     --out DIR        where the logs go (default: gpu-results)
+#     --only "A B"     run only these steps: kernels bench timeout timesliced nccl collectives latency busbw
 # Every step has its own time limit; the summary at the end lists each step's exit code.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-prebuilt=""; out="gpu-results"; arch=90
+prebuilt=""; out="gpu-results"; arch=90; only=
 while (($#)); do
   case $1 in
     --prebuilt) prebuilt=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --arch) arch=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
     *) sed -n 2,14p "$0"; exit 2 ;;
   esac
 done
@@ -46,7 +49,7 @@ step() {
   local name=$1 limit=$2; shift 2
   echo "=== $name: $*"
   local t0=$(date +%s)
-  timeout "$limit" "$@" 2>&1 | tee "$out/$name.log" | tail -n 40
+  timeout "$limit" "$@" 2>&1 | tee "$out/$name.log" | tail -n 25
   local rc=${PIPESTATUS[0]}
   summary+=("$name rc=$rc ($(( $(date +%s) - t0 )) s)")
 }
@@ -62,30 +65,38 @@ kernels() {
   cat "$out"/kernels-*.log | grep -E "PASSED|FAILED|SKIPPED|Failure" | sort | uniq -c | head -30
   return $rc
 }
-step kernel-tests 75 bash -c "$(declare -f kernels); bin='$bin' out='$out' kernels"
-step kernel-bench 30 "$bin/conflux-cuda-bench"
-step device-timeout 30 "$bin/test_device_collectives" --gtest_filter='DeviceFailures.*'
-perf=("$bin/conflux-perf" allreduce --memory cuda)
-step perf-latency-2ranks 30 "${perf[@]}" --ranks 2 -b 8 -e 64K -f 2 -n 200 -w 20
-step perf-busbw-2ranks 45 "${perf[@]}" --ranks 2 -b 1M -e 256M -f 4 -n 10 -w 3
+wanted() { [[ -z $only || " $only " == *" $1 "* ]]; }
 if [[ -z ${CONFLUX_PERF_NCCL_LIB:-} ]]; then
   wheel=$(python3 -c 'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
   [[ -f $wheel ]] && export CONFLUX_PERF_NCCL_LIB=$wheel
 fi
-step perf-vs-nccl-1rank 45 "${perf[@]}" --ranks 1 -b 8 -e 256M -f 8 -n 20 -w 3 --compare nccl
-CONFLUX_TIMEOUT_MS=10000 step device-collectives 110 "$bin/test_device_collectives" --gtest_filter="Ranks/*"
+
+wanted kernels && step kernel-tests 75 bash -c "$(declare -f kernels); bin='$bin' out='$out' kernels"
+wanted bench && step kernel-bench 30 "$bin/conflux-cuda-bench"
+wanted timeout && step device-timeout 30 "$bin/test_device_collectives" --gtest_filter='DeviceFailures.*'
+# Processes sharing a GPU without MPS: their kernels are time-sliced.
+wanted timesliced && step latency-2ranks-timesliced 30 "$bin/conflux-perf" allreduce --memory cuda --ranks 2 -b 8 -e 64K -f 8 -n 20 -w 5
+wanted nccl && step vs-nccl-1rank 45 "$bin/conflux-perf" allreduce --memory cuda --ranks 1 -b 8 -e 256M -f 8 -n 20 -w 3 --compare nccl
+
+mps=0
 if command -v nvidia-cuda-mps-control >/dev/null; then
   export CUDA_MPS_PIPE_DIRECTORY="$out/mps-pipe" CUDA_MPS_LOG_DIRECTORY="$out/mps-log"
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if nvidia-cuda-mps-control -d; then
-    step perf-latency-2ranks-mps 30 "${perf[@]}" --ranks 2 -b 8 -e 64K -f 2 -n 200 -w 20
-    step perf-busbw-2ranks-mps 30 "${perf[@]}" --ranks 2 -b 1M -e 256M -f 16 -n 10 -w 3
-    echo quit | nvidia-cuda-mps-control
-  else
-    summary+=("mps: nvidia-cuda-mps-control -d failed")
-  fi
-else
-  summary+=("mps: nvidia-cuda-mps-control not found")
+  nvidia-cuda-mps-control -d && mps=1
 fi
+summary+=("MPS: $([[ $mps == 1 ]] && echo running for the steps below || echo not available)")
+wanted collectives && CONFLUX_TIMEOUT_MS=10000 step device-collectives 150 "$bin/test_device_collectives" --gtest_filter='Ranks/*:Algos/*'
+wanted latency && step latency-2ranks 30 "$bin/conflux-perf" allreduce --memory cuda --ranks 2 -b 8 -e 64K -f 2 -n 200 -w 20
+if wanted busbw; then
+  step allreduce-2ranks 45 "$bin/conflux-perf" allreduce --memory cuda --ranks 2 -b 64K -e 256M -f 4 -n 20 -w 3
+  step allreduce-4ranks 45 "$bin/conflux-perf" allreduce --memory cuda --ranks 4 -b 8 -e 256M -f 8 -n 20 -w 3
+  CONFLUX_CUDA_ONESHOT_BYTES=0 step allreduce-2ranks-twoshot 30 "$bin/conflux-perf" allreduce --memory cuda --ranks 2 -b 64K -e 16M -f 4 -n 20 -w 3
+  CONFLUX_CUDA_ONESHOT_BYTES=16777216 step allreduce-2ranks-oneshot 30 "$bin/conflux-perf" allreduce --memory cuda --ranks 2 -b 64K -e 16M -f 4 -n 20 -w 3
+  CONFLUX_CUDA_IPC=0 step allreduce-2ranks-staged 45 "$bin/conflux-perf" allreduce --memory cuda --ranks 2 -b 64K -e 256M -f 16 -n 10 -w 2
+  for c in allgather reducescatter broadcast alltoall; do
+    step $c-2ranks 30 "$bin/conflux-perf" $c --memory cuda --ranks 2 -b 8 -e 256M -f 32 -n 20 -w 3
+  done
+fi
+[[ $mps == 1 ]] && echo quit | nvidia-cuda-mps-control
 echo "=== summary ($(( $(date +%s) - start )) s)"
 printf '%s\n' "${summary[@]}"
