@@ -1,6 +1,6 @@
 // CUDA-IPC all-reduce kernels (ipc_allreduce.h).
 //
-// Schedule. The message is cut into B block parts (B = ipcBlocks(bytes), the same on every rank), each
+// Schedule. The message is cut into B block parts (B = ipcBlocks(bytes, cap), the same on every rank), each
 // aligned to 16 bytes; block b of every rank works only on part b, and synchronises only with block b of
 // the other ranks, through its own flag words. So no block ever waits for another block of its own grid,
 // and a grid needs no co-residency.
@@ -95,7 +95,7 @@ cudaError_t launch(const IpcPeers& peers, const IpcAllReduceCall& call, cudaStre
     return cudaErrorInvalidValue;
   }
   if (call.count == 0) return cudaSuccess;
-  const int blocks = ipcBlocks(call.count * dataTypeSize(call.type));
+  const int blocks = ipcBlocks(call.count * dataTypeSize(call.type), call.maxBlocks);
   const bool known = dispatchTypeOp(call.type, call.op, [&]<class T, RedOp kOp>() {
     if constexpr (kTwoShot) {
       twoShotKernel<T, kOp><<<blocks, kThreads, 0, stream>>>(peers, call);
@@ -109,10 +109,11 @@ cudaError_t launch(const IpcPeers& peers, const IpcAllReduceCall& call, cudaStre
 
 }  // namespace
 
-int ipcBlocks(size_t bytes) {
+int ipcBlocks(size_t bytes, int maxBlocks) {
   constexpr size_t kBytesPerBlock = 32 << 10;
+  const size_t cap = static_cast<size_t>(maxBlocks < 1 ? 1 : (maxBlocks > kIpcMaxBlocks ? kIpcMaxBlocks : maxBlocks));
   const size_t blocks = (bytes + kBytesPerBlock - 1) / kBytesPerBlock;
-  return static_cast<int>(blocks < 1 ? 1 : (blocks > kIpcMaxBlocks ? kIpcMaxBlocks : blocks));
+  return static_cast<int>(blocks < 1 ? 1 : (blocks > cap ? cap : blocks));
 }
 
 cudaError_t launchIpcOneShot(const IpcPeers& peers, const IpcAllReduceCall& call, cudaStream_t stream) {

@@ -42,6 +42,9 @@ struct IpcAllReduceCall {
   /// kernel then finishes without waiting further (its output is not valid).
   uint32_t* error = nullptr;
   uint64_t timeoutNs = 0;  ///< 0: wait forever
+  /// Blocks per launch at most, the same on every rank. Block b of every rank waits for block b of the
+  /// others, so where ranks share a GPU all their grids must fit on it at once (IpcWorkspace::maxBlocks).
+  int maxBlocks = kIpcMaxBlocks;
   // The other collectives (ipc_collectives.h) only:
   int root = 0;            ///< broadcast and reduce
   size_t sendStride = 0;   ///< elements between rank blocks of send (reduce-scatter, all-to-all)
@@ -56,7 +59,8 @@ cudaError_t launchIpcOneShot(const IpcPeers& peers, const IpcAllReduceCall& call
 /// copies segment s from rank s's workspace). Each rank reads 2 * (n-1)/n of the message: for bandwidth.
 cudaError_t launchIpcTwoShot(const IpcPeers& peers, const IpcAllReduceCall& call, cudaStream_t stream);
 
-/// The grid both launches use for `bytes` (identical on every rank for the same call).
-int ipcBlocks(size_t bytes);
+/// The grid every IPC launch uses for `bytes`, at most maxBlocks (identical on every rank for the same
+/// call, since every rank passes the same maxBlocks).
+int ipcBlocks(size_t bytes, int maxBlocks);
 
 }  // namespace conflux::cuda

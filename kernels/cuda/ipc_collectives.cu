@@ -91,7 +91,7 @@ cudaError_t launchIpcCollective(IpcCollective kind, const IpcPeers& peers, const
     return cudaErrorInvalidValue;
   }
   if (call.count == 0) return cudaSuccess;
-  const int blocks = ipcBlocks(call.count * elt);
+  const int blocks = ipcBlocks(call.count * elt, call.maxBlocks);
   bool known = true;
   switch (kind) {
     case IpcCollective::AllGather: launchCopy<IpcCollective::AllGather>(elt, blocks, peers, call, stream); break;

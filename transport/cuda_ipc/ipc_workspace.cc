@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -41,6 +42,7 @@ struct Report {
   uint32_t ok = 0;
   cudaIpcMemHandle_t handle{};
   char busId[32] = {};  // PCI bus id of the rank's GPU
+  int32_t sms = 0;      // its multiprocessors
   char reason[kReasonBytes] = {};
 };
 
@@ -118,12 +120,24 @@ Status IpcWorkspace::open(int rank, int nranks, const AllGather& allGather) {
     }
   }
   if (cudaDeviceGetPCIBusId(mine.busId, sizeof mine.busId - 1, device_) != cudaSuccess) cudaGetLastError();
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_) != cudaSuccess) cudaGetLastError();
+  mine.sms = sms;
   if (!mine.ok) cudaGetLastError();
   std::vector<Report> all;
   if (Status s = gather(allGather, mine, nranks, all, "allocation"); !s) return s;
+  // Block b of every rank waits for block b of the others. Ranks sharing a GPU must therefore fit all
+  // their grids on it at once: with g ranks on the most shared GPU, each grid gets SMs / g blocks (at
+  // least one block fits on every SM). Every rank computes the same cap from the same reports.
+  int mostShared = 1, fewestSms = 1 << 30;
   for (int p = 0; p < nranks; ++p) {
+    int same = 0;
+    for (int q = 0; q < nranks; ++q) same += std::strncmp(all[p].busId, all[q].busId, sizeof mine.busId) == 0;
+    mostShared = std::max(mostShared, same);
+    fewestSms = std::min(fewestSms, std::max(1, static_cast<int>(all[p].sms)));
     if (p != rank && std::strncmp(all[p].busId, mine.busId, sizeof mine.busId) == 0) ++sharers_;
   }
+  maxBlocks_ = std::max(1, std::min(cuda::kIpcMaxBlocks, fewestSms / mostShared));
 
   Report opened;
   opened.ok = 1;

@@ -37,6 +37,8 @@ class IpcWorkspace {
   uint32_t errorWord() const;
   /// Other ranks whose workspace is on this rank's GPU (processes sharing one GPU).
   int gpuSharers() const { return sharers_; }
+  /// Blocks per kernel launch at most, the same on every rank (see IpcAllReduceCall::maxBlocks).
+  int maxBlocks() const { return maxBlocks_; }
 
  private:
   IpcWorkspace() = default;
@@ -50,6 +52,7 @@ class IpcWorkspace {
   uint32_t* errorDevice_ = nullptr;
   cuda::IpcPeers peers_;
   int sharers_ = 0;
+  int maxBlocks_ = 1;
 };
 
 }  // namespace conflux::cuda_ipc
