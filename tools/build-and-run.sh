@@ -25,8 +25,14 @@ if ((${#missing[@]})); then
 fi
 
 jobs=$(nproc)
+# The CUDA toolkit is not a Debian package here: where nvcc is installed (CUDA_HOME or /usr/local/cuda)
+# the kernels are built too; the GPU tests then skip on machines without a GPU.
+for d in "${CUDA_HOME:-}" /usr/local/cuda; do
+  if [[ -n $d && -x $d/bin/nvcc ]] && ! command -v nvcc >/dev/null; then export PATH="$d/bin:$PATH"; fi
+done
 echo "== configure + build (release)"
-cmake --preset ci >/dev/null
+cfg=$(cmake --preset ci 2>&1) || { echo "$cfg"; exit 1; }
+grep -E "^-- Conflux" <<<"$cfg" || true
 cmake --build --preset ci -j "$jobs"
 
 case "$mode" in

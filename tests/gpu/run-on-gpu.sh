@@ -88,13 +88,14 @@ summary+=("MPS: $([[ $mps == 1 ]] && echo running for the steps below || echo no
 wanted collectives && CONFLUX_TIMEOUT_MS=10000 step device-collectives 150 "$bin/test_device_collectives" --gtest_filter='Ranks/*:Algos/*'
 wanted latency && step latency-2ranks 30 "$bin/conflux-perf" allreduce --memory cuda --ranks 2 -b 8 -e 64K -f 2 -n 200 -w 20
 if wanted busbw; then
-  step allreduce-2ranks 45 "$bin/conflux-perf" allreduce --memory cuda --ranks 2 -b 64K -e 256M -f 4 -n 20 -w 3
-  step allreduce-4ranks 45 "$bin/conflux-perf" allreduce --memory cuda --ranks 4 -b 8 -e 256M -f 8 -n 20 -w 3
-  CONFLUX_CUDA_ONESHOT_BYTES=0 step allreduce-2ranks-twoshot 30 "$bin/conflux-perf" allreduce --memory cuda --ranks 2 -b 64K -e 16M -f 4 -n 20 -w 3
-  CONFLUX_CUDA_ONESHOT_BYTES=16777216 step allreduce-2ranks-oneshot 30 "$bin/conflux-perf" allreduce --memory cuda --ranks 2 -b 64K -e 16M -f 4 -n 20 -w 3
-  CONFLUX_CUDA_IPC=0 step allreduce-2ranks-staged 45 "$bin/conflux-perf" allreduce --memory cuda --ranks 2 -b 64K -e 256M -f 16 -n 10 -w 2
+  ar=("$bin/conflux-perf" allreduce --memory cuda)
+  step allreduce-2ranks 45 "${ar[@]}" --ranks 2 -b 64K -e 256M -f 4 -n 20 -w 3
+  step allreduce-4ranks 45 "${ar[@]}" --ranks 4 -b 8 -e 256M -f 8 -n 20 -w 3
+  CONFLUX_CUDA_ONESHOT_BYTES=0 step allreduce-4ranks-twoshot 30 "${ar[@]}" --ranks 4 -b 64K -e 16M -f 4 -n 20 -w 3
+  CONFLUX_CUDA_ONESHOT_BYTES=16777216 step allreduce-4ranks-oneshot 30 "${ar[@]}" --ranks 4 -b 64K -e 16M -f 4 -n 20 -w 3
+  CONFLUX_CUDA_IPC=0 step allreduce-2ranks-staged 45 "${ar[@]}" --ranks 2 -b 64K -e 256M -f 16 -n 10 -w 2
   for c in allgather reducescatter broadcast alltoall; do
-    step $c-2ranks 30 "$bin/conflux-perf" $c --memory cuda --ranks 2 -b 8 -e 256M -f 32 -n 20 -w 3
+    step $c-4ranks 30 "$bin/conflux-perf" $c --memory cuda --ranks 4 -b 8 -e 256M -f 32 -n 20 -w 3
   done
 fi
 [[ $mps == 1 ]] && echo quit | nvidia-cuda-mps-control
