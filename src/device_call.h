@@ -58,6 +58,8 @@ class DeviceCalls {
   bool ipcEligible(const CallArgs& a, int& device) const;
   Status ensureIpc(int device);
   Status runIpc(const CallArgs& a);
+  /// Whether an all-reduce piece of `bytes` takes the one-shot kernel (else the two-shot).
+  bool oneShot(size_t bytes) const;
   Status orderAfterPreviousIpc(CUstream_st* stream);
   Status runStaged(const CallArgs& a);
   /// A staged call: the host-side arguments and the device buffers they mirror (null: not staged).

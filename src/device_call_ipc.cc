@@ -113,6 +113,18 @@ Status DeviceCalls::orderAfterPreviousIpc(cudaStream_t stream) {
   return Status::ok();
 }
 
+bool DeviceCalls::oneShot(size_t bytes) const {
+  // Two ranks: the two-shot moves as many bytes between them as the one-shot, with one synchronisation
+  // more, so the one-shot wins at every size (on an H200: 10.5 vs 15.3 us at 1 MiB, 350 vs 323 GB/s busbw
+  // at 16 MiB). Ranks sharing one GPU read the same memory either way: the one-shot won there up to
+  // 16 MiB too (4 ranks: 70.7 vs 42.6 GB/s at 1 MiB, 235 vs 229 at 16 MiB). Across GPUs the two-shot
+  // reads fewer bytes from peers, which pays above CONFLUX_CUDA_ONESHOT_BYTES.
+  constexpr size_t kOneGpuOneShotBytes = 16 << 20;
+  if (setup_.nranks == 2) return true;
+  if (ipc_->oneGpu()) return bytes <= std::max(oneShotBytes_, kOneGpuOneShotBytes);
+  return bytes <= oneShotBytes_;
+}
+
 Status DeviceCalls::runIpc(const CallArgs& a) {
   const size_t elt = dataTypeSize(a.dtype);
   cudaStream_t stream = streamOf(a.stream);
@@ -141,9 +153,7 @@ Status DeviceCalls::runIpc(const CallArgs& a) {
     c.gen = ++gen_;
     cudaError_t e;
     if (!allReduce) e = cuda::launchIpcCollective(kind, ipc_->peers(), c, stream);
-    // Two ranks: the two-shot moves as many bytes between them as the one-shot, with one more
-    // synchronisation, so the one-shot wins at every size (measured on an H200 up to 16 MiB).
-    else if (setup_.nranks == 2 || n * elt <= oneShotBytes_) e = cuda::launchIpcOneShot(ipc_->peers(), c, stream);
+    else if (oneShot(n * elt)) e = cuda::launchIpcOneShot(ipc_->peers(), c, stream);
     else e = cuda::launchIpcTwoShot(ipc_->peers(), c, stream);
     if (e != cudaSuccess) return cudaFailure(std::string(collectiveName(a.coll)) + " (CUDA IPC) launch", e);
     done += n;

@@ -138,6 +138,7 @@ Status IpcWorkspace::open(int rank, int nranks, const AllGather& allGather) {
     if (p != rank && std::strncmp(all[p].busId, mine.busId, sizeof mine.busId) == 0) ++sharers_;
   }
   maxBlocks_ = std::max(1, std::min(cuda::kIpcMaxBlocks, fewestSms / mostShared));
+  oneGpu_ = mostShared == nranks;
 
   Report opened;
   opened.ok = 1;

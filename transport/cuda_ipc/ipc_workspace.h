@@ -39,6 +39,8 @@ class IpcWorkspace {
   int gpuSharers() const { return sharers_; }
   /// Blocks per kernel launch at most, the same on every rank (see IpcAllReduceCall::maxBlocks).
   int maxBlocks() const { return maxBlocks_; }
+  /// Every rank's workspace is on the same GPU (processes sharing one GPU).
+  bool oneGpu() const { return oneGpu_; }
 
  private:
   IpcWorkspace() = default;
@@ -53,6 +55,7 @@ class IpcWorkspace {
   cuda::IpcPeers peers_;
   int sharers_ = 0;
   int maxBlocks_ = 1;
+  bool oneGpu_ = false;
 };
 
 }  // namespace conflux::cuda_ipc
