@@ -42,6 +42,7 @@ bool supportsCollective(Algo a, Collective c) {
     case Algo::Pairwise:
       return c == C::AllToAll;
     case Algo::Hierarchical:
+      return c == C::AllReduce || c == C::AllGather || c == C::ReduceScatter || c == C::Broadcast;
     case Algo::HierarchicalRhd:
       return c == C::AllReduce;
   }

@@ -162,6 +162,30 @@ struct Model {
     return hierarchical(rounds, bytes, false);
   }
 
+  // ---- hierarchical all-gather, reduce-scatter, broadcast (hierarchical_collectives.cc): phases in turn.
+  // All-gather and reduce-scatter: S is the n-block side; every local rank crosses at once with one
+  // block per step, then the node exchanges sets of N blocks.
+  double hierAllGather() const {
+    const int N = sh.nodes, L = sh.ranksPerNode;
+    const double blk = S / sh.nranks;
+    return (N - 1) * inter(blk, L) + (L - 1) * intra(N * blk);
+  }
+  double hierReduceScatter() const {
+    const int N = sh.nodes, L = sh.ranksPerNode;
+    const double blk = S / sh.nranks;
+    return (L - 1) * (intra(N * blk) + reduce(N * blk)) + (N - 1) * (inter(blk, L) + reduce(blk));
+  }
+  /// The root scatters L shards in its node, L chains (one per local index) carry them between nodes,
+  /// every node all-gathers them.
+  double hierBroadcast() const {
+    const int N = sh.nodes, L = sh.ranksPerNode;
+    const double shard = S / L;
+    const double c = std::min(shard, chunk());
+    const double chunks = std::max(1.0, std::ceil(shard / chunk()));
+    const double scatter = L > 1 ? intra((L - 1) * shard) : 0;
+    return scatter + (chunks + N - 2) * inter(c, L) + (L - 1) * intra(shard);
+  }
+
   // ---- pairwise all-to-all (pairwise.cc)
   double pairwise() const { return (sh.nranks - 1) * mixed(S / sh.nranks, sh.ranksPerNode); }
 };
@@ -205,8 +229,14 @@ double predictSeconds(Algo a, Collective c, uint64_t bytes, const CostShape& sha
         default: return -1;
       }
     case Algo::Hierarchical:
-      if (c != C::AllReduce || shape.nodes < 2 || !shape.uniform) return -1;
-      return m.hierAllReduce();
+      if (shape.nodes < 2 || !shape.uniform) return -1;
+      switch (c) {
+        case C::AllReduce: return m.hierAllReduce();
+        case C::AllGather: return m.hierAllGather();
+        case C::ReduceScatter: return m.hierReduceScatter();
+        case C::Broadcast: return m.hierBroadcast();
+        default: return -1;
+      }
     case Algo::HierarchicalRhd:
       if (c != C::AllReduce || shape.nodes < 2 || !shape.uniform) return -1;
       return m.hierRhdAllReduce();

@@ -231,13 +231,16 @@ bool hierarchicalApplies(const PlanParams& p) {
 
 Plan buildHierarchical(const PlanParams& p, Algo inner) {
   const std::string name = inner == Algo::Ring ? "hier" : "hier_" + std::string(algoName(inner));
-  if (p.coll != Collective::AllReduce) unsupported(name, p.coll);
+  const bool other = p.coll == Collective::AllGather || p.coll == Collective::ReduceScatter ||
+                     p.coll == Collective::Broadcast;
+  if (p.coll != Collective::AllReduce && !(other && inner == Algo::Ring)) unsupported(name, p.coll);
   int node = 0, local = 0;
   if (!hierarchicalApplies(p) || !locate(*p.layout, p.rank, node, local)) {
     Plan flat = buildRing(p);
     flat.algorithm = name + "(ring)";
     return flat;
   }
+  if (other) return buildHierarchicalCollective(p, node, local);
   PlanBuilder b(name);
   const int N = static_cast<int>(p.layout->nodes.size());
   const int L = static_cast<int>(p.layout->nodes.front().size());

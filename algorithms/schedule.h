@@ -87,5 +87,8 @@ Plan buildDirect(const PlanParams& p);
 Plan buildHierarchical(const PlanParams& p, Algo inner);
 /// Whether p.layout gives the hierarchical algorithms a uniform multi-node layout of p.nranks ranks.
 bool hierarchicalApplies(const PlanParams& p);
+/// Hierarchical all-gather, reduce-scatter or broadcast (hierarchical_collectives.cc) for the rank at
+/// (node, local) of a layout where hierarchicalApplies().
+Plan buildHierarchicalCollective(const PlanParams& p, int node, int local);
 
 }  // namespace conflux::sched

@@ -3,13 +3,15 @@
 //   conflux-sim project --topo FILE.json [--nodes 1,2,4,...] [--bytes 1G] [--markdown]
 //                       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]
 //                       [--inter-gbytes G] [--ranks-per-node L] [--chunk 4M] [--time]
+//                       [--coll allreduce|allgather|reducescatter|broadcast]
 //
 // One rank per GPU (or, without GPUs, per NUMA node). The network: every rail NIC of the topology
 // (core/topology/nic_assignment.h) at its link speed, derated by kNicEfficiency, alpha --inter-alpha-us.
 // Inside the node: per-GPU NVLink bandwidth from the GPU model (table below; --intra-gbytes overrides),
 // or the defaults of CostParams without GPUs. For each node count it prints each algorithm's predicted
-// all-reduce time and bus bandwidth (busbw = bytes / time * 2(n-1)/n, nccl-tests' definition) and the one
-// the selector would pick. docs/projections.md compares the output with published NCCL figures.
+// time and bus bandwidth of the collective (all-reduce unless --coll says otherwise; busbw as nccl-tests
+// defines it: bytes / time * 2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter, 1 for
+// broadcast) and the one the selector would pick. docs/projections.md compares the output with published NCCL figures.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -46,7 +48,8 @@ constexpr GpuLink kGpus[] = {
   std::fprintf(stderr,
                "usage: conflux-sim project --topo FILE.json [--nodes 1,2,4] [--bytes 1G] [--markdown]\n"
                "       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]\n"
-               "       [--inter-gbytes G (per NIC)] [--ranks-per-node L] [--chunk 4M] [--time (us, not busbw)]\n");
+               "       [--inter-gbytes G (per NIC)] [--ranks-per-node L] [--chunk 4M] [--time (us, not busbw)]\n"
+               "       [--coll allreduce|allgather|reducescatter|broadcast]\n");
   std::exit(2);
 }
 
@@ -81,6 +84,7 @@ std::vector<int> parseList(const std::string& s) {
 int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "project") != 0) usage();
   std::string topoFile;
+  std::string collName = "allreduce";
   std::vector<int> nodeCounts = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
   uint64_t bytes = uint64_t(1) << 30;
   bool markdown = false;
@@ -106,9 +110,15 @@ int main(int argc, char** argv) {
     else if (k == "--ranks-per-node") ranksOverride = std::atoi(value().c_str());
     else if (k == "--time") showTime = true;
     else if (k == "--chunk") chunkBytes = parseBytes(value());
+    else if (k == "--coll") collName = value();
     else usage();
   }
   if (topoFile.empty()) usage();
+  Collective coll = Collective::AllReduce;
+  if (collName == "allgather") coll = Collective::AllGather;
+  else if (collName == "reducescatter") coll = Collective::ReduceScatter;
+  else if (collName == "broadcast") coll = Collective::Broadcast;
+  else if (collName != "allreduce") usage();
   try {
     const topo::Machine m = topo::loadFile(topoFile);
     const std::vector<int> rails = topo::railNics(m);
@@ -162,15 +172,18 @@ int main(int argc, char** argv) {
       sh.nodes = nodes;
       sh.ranksPerNode = ranksPerNode;
       sh.nranks = nodes * ranksPerNode;
-      const double factor = sh.nranks > 1 ? 2.0 * (sh.nranks - 1) / sh.nranks : 1.0;
+      const double n = sh.nranks;
+      const double factor = coll == Collective::Broadcast ? 1.0
+                            : coll == Collective::AllReduce ? 2.0 * (n - 1) / n
+                                                            : (n - 1) / n;
       std::printf(markdown ? "| %d | %d |" : "%6d %6d", nodes, sh.nranks);
       for (Algo a : algos) {
-        const double t = predictSeconds(a, Collective::AllReduce, bytes, sh, p);
+        const double t = predictSeconds(a, coll, bytes, sh, p);
         if (t <= 0) std::printf(markdown ? " – |" : " %10s", "-");
         else if (showTime) std::printf(markdown ? " %.0f |" : " %10.0f", t * 1e6);
-        else std::printf(markdown ? " %.0f |" : " %10.1f", double(bytes) / t * factor / 1e9);
+        else std::printf(markdown ? " %.0f |" : " %10.1f", double(bytes) / t * std::max(factor, 1e-9) / 1e9);
       }
-      const auto ranked = rankAlgorithms(Collective::AllReduce, bytes, sh, p);
+      const auto ranked = rankAlgorithms(coll, bytes, sh, p);
       std::printf(markdown ? " %s |\n" : "  %s\n", ranked.empty() ? "-" : std::string(algoName(ranked[0].algo)).c_str());
     }
   } catch (const Error& e) {

@@ -116,7 +116,8 @@ INSTANTIATE_TEST_SUITE_P(
 #if CONFLUX_TEST_OFI
 // Simulated nodes on loopback (no namespaces, no root): rank r is on node nodeOf[r], and ranks of
 // different nodes talk through libfabric's tcp provider. Every collective, datatype and op with the
-// selector's choices, and with the hierarchical all-reduce forced (uneven 2+1 falls back to the ring).
+// selector's choices, and with the hierarchical plans forced (all-reduce, all-gather, reduce-scatter and
+// broadcast; uneven 2+1 falls back to the ring).
 struct NodesCase {
   std::vector<int> nodeOf;
   const char* algo;
@@ -141,8 +142,8 @@ TEST_P(NodesOnLoopback, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, NodesOnLoopback,
-    ::testing::Values(NodesCase{{0, 0, 1, 1}, ""}, NodesCase{{0, 0, 1, 1}, "allreduce=hier"},
-                      NodesCase{{0, 1, 0}, ""}, NodesCase{{0, 0, 1}, "allreduce=hier"}),
+    ::testing::Values(NodesCase{{0, 0, 1, 1}, ""}, NodesCase{{0, 0, 1, 1}, "hier"}, NodesCase{{0, 1, 0, 1, 0, 1}, "hier"},
+                      NodesCase{{0, 1, 0}, ""}, NodesCase{{0, 0, 1}, "hier"}),
     [](const auto& p) {
       std::string name;
       for (int node : p.param.nodeOf) name += std::to_string(node);

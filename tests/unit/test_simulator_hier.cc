@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/algorithms.h"
@@ -33,7 +34,8 @@ std::shared_ptr<const NodeLayout> fromNodeOf(std::vector<int> nodeOf) {
 constexpr RedOp kOps[] = {RedOp::Sum, RedOp::Avg, RedOp::Max, RedOp::Min, RedOp::Prod};
 constexpr uint32_t kElts[] = {1, 2, 4, 8};
 
-int runOne(const std::shared_ptr<const NodeLayout>& layout, int nranks, const std::string& what, Algo algo) {
+int runOne(const std::shared_ptr<const NodeLayout>& layout, int nranks, const std::string& what, Algo algo,
+           Collective coll = Collective::AllReduce) {
   int runs = 0, failures = 0;
   const uint64_t n = static_cast<uint64_t>(nranks);
   const std::vector<uint64_t> counts = {0, 1, 7, n - 1, n + 1, 2 * n + 3, 1023, 4099};
@@ -43,7 +45,8 @@ int runOne(const std::shared_ptr<const NodeLayout>& layout, int nranks, const st
         for (int chunking = 0; chunking < 3; ++chunking) {
           SimConfig cfg;
           PlanParams& p = cfg.params;
-          p.coll = Collective::AllReduce;
+          p.coll = coll;
+          p.root = (runs + static_cast<int>(count)) % nranks;
           p.nranks = nranks;
           p.count = count;
           p.eltSize = elt;
@@ -57,7 +60,8 @@ int runOne(const std::shared_ptr<const NodeLayout>& layout, int nranks, const st
           const SimResult r = simulate(cfg, algo);
           ++runs;
           if (!r.ok && ++failures <= 5) {
-            ADD_FAILURE() << algoName(algo) << " " << what << ": " << describe(cfg) << ": " << r.error;
+            ADD_FAILURE() << algoName(algo) << " " << collectiveName(coll) << " " << what << ": " << describe(cfg)
+                          << ": " << r.error;
           }
         }
       }
@@ -89,6 +93,27 @@ TEST(HierSim, RoundRobinLayouts) {
              std::to_string(nodes) + "x" + std::to_string(perNode) + " round robin");
     }
   }
+}
+
+/// The hierarchical all-gather, reduce-scatter and broadcast (hierarchical_collectives.cc).
+int runOthers(const std::shared_ptr<const NodeLayout>& layout, int nranks, const std::string& what) {
+  int runs = 0;
+  for (Collective c : {Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast}) {
+    runs += runOne(layout, nranks, what, Algo::Hierarchical, c);
+  }
+  return runs;
+}
+
+TEST(HierSim, OtherCollectivesOnBlockAndRoundRobinLayouts) {
+  int runs = 0;
+  for (auto [nodes, perNode] : {std::pair{1, 3}, {2, 1}, {2, 2}, {2, 3}, {3, 2}, {3, 3}, {4, 2}, {2, 4}, {5, 3}}) {
+    runs += runOthers(blockLayout(nodes, perNode), nodes * perNode,
+                      std::to_string(nodes) + "x" + std::to_string(perNode) + " blocks");
+  }
+  runs += runOthers(roundRobinLayout(3, 2), 6, "3x2 round robin");
+  runs += runOthers(roundRobinLayout(2, 3), 6, "2x3 round robin");
+  runs += runOthers(fromNodeOf({0, 0, 1}), 3, "uneven 2+1");
+  EXPECT_GT(runs, 5000);
 }
 
 TEST(HierSim, LargerLayouts) {
@@ -124,16 +149,21 @@ TEST(HierSim, PlansTalkAcrossNodesOnlyBetweenEqualLocalIndices) {
   p.count = 1 << 16;
   p.chunkBytes = 4096;
   p.layout = layout;
-  for (int r = 0; r < 24; ++r) {
+  const Collective colls[] = {Collective::AllReduce, Collective::AllReduce, Collective::AllGather,
+                              Collective::ReduceScatter, Collective::Broadcast};
+  for (int r = 0; r < 60; ++r) {
     p.rank = r % 12;
-    const Algo algo = r < 12 ? Algo::Hierarchical : Algo::HierarchicalRhd;
+    p.coll = colls[r / 12];
+    p.root = 5;
+    const Algo algo = r / 12 == 1 ? Algo::HierarchicalRhd : Algo::Hierarchical;
     const Plan plan = buildPlan(algo, p);
     EXPECT_EQ(plan.algorithm, algoName(algo));
     for (const Op& op : plan.ops) {
       if (op.kind != OpKind::Send && op.kind != OpKind::Recv && op.kind != OpKind::RecvReduce) continue;
       EXPECT_NE(op.peer, p.rank);
       if (op.peer / 4 != p.rank / 4) {
-        EXPECT_EQ(op.peer % 4, p.rank % 4) << algoName(algo) << ": rank " << p.rank << " talks to " << op.peer;
+        EXPECT_EQ(op.peer % 4, p.rank % 4) << algoName(algo) << " " << collectiveName(p.coll) << ": rank " << p.rank
+                                           << " talks to " << op.peer;
       }
     }
   }
