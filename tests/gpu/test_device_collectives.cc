@@ -38,17 +38,6 @@ int deviceCountInChild() {
     if (devices == 0) GTEST_SKIP() << "skipped: no CUDA device"; \
   } while (0)
 
-int sweepBody(int rank, int nranks, const cfxUniqueId& id, const Sweep& sweep) {
-  cfxComm_t comm = nullptr;
-  if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) {
-    fprintf(stderr, "rank %d: init failed: %s\n", rank, cfxGetLastError(nullptr));
-    return 2;
-  }
-  int failures = runSweep(comm, sweep);
-  if (cfxCommDestroy(comm) != cfxSuccess) ++failures;
-  return failures == 0 ? 0 : 1;
-}
-
 Sweep deviceSweep(std::vector<uint64_t> counts) {
   Sweep s = fullSweep(std::move(counts));
   s.memory = Sweep::Memory::Device;
@@ -61,7 +50,7 @@ class DeviceCollectives : public ::testing::TestWithParam<int> {};
 TEST_P(DeviceCollectives, EveryTypeOpAndLayout) {
   REQUIRE_CUDA_DEVICE();
   Sweep sweep = deviceSweep({0, 1, 7, 1023, 70001, (1u << 20) + 3});
-  auto out = runRanks(GetParam(), [&](int r, int nr, const cfxUniqueId& id) { return sweepBody(r, nr, id, sweep); });
+  auto out = runRanks(GetParam(), [&](int r, int nr, const cfxUniqueId& id) { return sweepOnNewComm(r, nr, id, sweep); });
   EXPECT_TRUE(allSucceeded(out));
 }
 
@@ -73,7 +62,7 @@ TEST_P(DeviceCollectives, AllReduceInPiecesThroughSmallSlots) {
   sweep.types = {cfxInt8, cfxFloat16, cfxBfloat16, cfxFloat32, cfxFloat64, cfxUint64};
   RunOptions opts;
   opts.env = {{"CONFLUX_CUDA_IPC_BYTES", "65536"}, {"CONFLUX_CUDA_ONESHOT_BYTES", "16384"}};
-  auto out = runRanks(GetParam(), [&](int r, int nr, const cfxUniqueId& id) { return sweepBody(r, nr, id, sweep); }, opts);
+  auto out = runRanks(GetParam(), [&](int r, int nr, const cfxUniqueId& id) { return sweepOnNewComm(r, nr, id, sweep); }, opts);
   EXPECT_TRUE(allSucceeded(out));
 }
 
@@ -84,7 +73,7 @@ TEST_P(DeviceCollectives, AllReduceThroughHostStaging) {
   sweep.colls = {Coll::AllReduce};
   RunOptions opts;
   opts.env = {{"CONFLUX_CUDA_IPC", "0"}};
-  auto out = runRanks(GetParam(), [&](int r, int nr, const cfxUniqueId& id) { return sweepBody(r, nr, id, sweep); }, opts);
+  auto out = runRanks(GetParam(), [&](int r, int nr, const cfxUniqueId& id) { return sweepOnNewComm(r, nr, id, sweep); }, opts);
   EXPECT_TRUE(allSucceeded(out));
 }
 
@@ -105,7 +94,7 @@ TEST_P(DeviceAcrossNodes, EveryCollectiveStagedInPieces) {
   opts.env = {{"CONFLUX_ALGO", GetParam()}, {"CONFLUX_CUDA_STAGING_PIECE_BYTES", "262144"}};
   auto out = runRanks(4, [&](int r, int nr, const cfxUniqueId& id) {
     simulateNode(r / 2);
-    return sweepBody(r, nr, id, sweep);
+    return sweepOnNewComm(r, nr, id, sweep);
   }, opts);
   EXPECT_TRUE(allSucceeded(out));
 }

@@ -322,4 +322,15 @@ int runSweep(cfxComm_t comm, const Sweep& sweep) {
   return failures;
 }
 
+int sweepOnNewComm(int rank, int nranks, const cfxUniqueId& id, const Sweep& sweep) {
+  cfxComm_t comm = nullptr;
+  if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) {
+    fprintf(stderr, "rank %d: init failed: %s\n", rank, cfxGetLastError(nullptr));
+    return 2;
+  }
+  int failures = runSweep(comm, sweep);
+  if (cfxCommDestroy(comm) != cfxSuccess) ++failures;
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace conflux::testing

@@ -29,4 +29,8 @@ Sweep fullSweep(std::vector<uint64_t> counts);
 /// Runs the sweep on `comm`; returns the number of failed cases (details printed to stderr).
 int runSweep(cfxComm_t comm, const Sweep& sweep);
 
+/// A rank's whole part (a runRanks body): joins the communicator, runs the sweep, destroys it. Returns
+/// 0 when every case passed, 1 when one failed, 2 when the communicator could not be made.
+int sweepOnNewComm(int rank, int nranks, const cfxUniqueId& id, const Sweep& sweep);
+
 }  // namespace conflux::testing

@@ -13,24 +13,13 @@ using namespace conflux::testing;
 
 namespace {
 
-int sweepBody(int rank, int nranks, const cfxUniqueId& id, const Sweep& sweep) {
-  cfxComm_t comm = nullptr;
-  if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) {
-    fprintf(stderr, "rank %d: init failed: %s\n", rank, cfxGetLastError(nullptr));
-    return 2;
-  }
-  int failures = runSweep(comm, sweep);
-  if (cfxCommDestroy(comm) != cfxSuccess) ++failures;
-  return failures == 0 ? 0 : 1;
-}
-
 class Collectives : public ::testing::TestWithParam<int> {};
 
 // The acceptance sweep: counts 0, 1, 7, 1023 and 1M+3 for every collective, datatype and op.
 TEST_P(Collectives, EveryTypeOpAndLayout) {
   const int n = GetParam();
   Sweep sweep = fullSweep({0, 1, 7, 1023, (1u << 20) + 3});
-  auto out = runRanks(n, [&](int r, int nr, const cfxUniqueId& id) { return sweepBody(r, nr, id, sweep); });
+  auto out = runRanks(n, [&](int r, int nr, const cfxUniqueId& id) { return sweepOnNewComm(r, nr, id, sweep); });
   EXPECT_TRUE(allSucceeded(out));
 }
 
@@ -44,7 +33,7 @@ class EagerBoundary : public ::testing::TestWithParam<int> {};
 TEST_P(EagerBoundary, MatchesReference) {
   Sweep sweep = fullSweep({338, 339, 203, 204, 1015, 1016, 1017, 4063, 4064, 4065});
   sweep.types = {cfxInt8, cfxFloat16, cfxFloat32, cfxFloat64};
-  auto out = runRanks(GetParam(), [&](int r, int nr, const cfxUniqueId& id) { return sweepBody(r, nr, id, sweep); });
+  auto out = runRanks(GetParam(), [&](int r, int nr, const cfxUniqueId& id) { return sweepOnNewComm(r, nr, id, sweep); });
   EXPECT_TRUE(allSucceeded(out));
 }
 
@@ -71,7 +60,7 @@ TEST_P(LibraryMemory, MatchesReference) {
   if (c.memory != Sweep::Memory::Shared) sweep.types = {cfxInt8, cfxBfloat16, cfxFloat32, cfxFloat64};
   RunOptions opts;
   opts.env = {{"CONFLUX_DEBUG", "WARN"}};
-  auto out = runRanks(c.nranks, [&](int r, int nr, const cfxUniqueId& id) { return sweepBody(r, nr, id, sweep); }, opts);
+  auto out = runRanks(c.nranks, [&](int r, int nr, const cfxUniqueId& id) { return sweepOnNewComm(r, nr, id, sweep); }, opts);
   EXPECT_TRUE(allSucceeded(out));
 }
 
@@ -101,7 +90,7 @@ TEST_P(ForcedAlgorithm, MatchesReference) {
   sweep.types = {cfxInt8, cfxBfloat16, cfxFloat32, cfxFloat64, cfxUint64};
   RunOptions opts;
   opts.env = {{"CONFLUX_ALGO", c.algo}, {"CONFLUX_SHM_STAGING_BYTES", "65536"}};
-  auto out = runRanks(c.nranks, [&](int r, int nr, const cfxUniqueId& id) { return sweepBody(r, nr, id, sweep); },
+  auto out = runRanks(c.nranks, [&](int r, int nr, const cfxUniqueId& id) { return sweepOnNewComm(r, nr, id, sweep); },
                       opts);
   EXPECT_TRUE(allSucceeded(out));
 }
@@ -135,7 +124,7 @@ TEST_P(NodesOnLoopback, MatchesReference) {
   opts.env = {{"CONFLUX_ALGO", c.algo}};
   auto out = runRanks(static_cast<int>(c.nodeOf.size()), [&](int r, int nr, const cfxUniqueId& id) {
     simulateNode(c.nodeOf[r]);
-    return sweepBody(r, nr, id, sweep);
+    return sweepOnNewComm(r, nr, id, sweep);
   }, opts);
   EXPECT_TRUE(allSucceeded(out));
 }
