@@ -12,6 +12,10 @@
 #include <cstdio>
 #include <thread>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace conflux::plugintest {
 
 std::string format(const char* fmt, ...) {
@@ -95,6 +99,10 @@ std::string runPair(const Role& receiver, const Role& sender, int timeoutSeconds
       std::fprintf(stderr, "[%s] %s\n", who, e.what());
       code = 1;
     }
+#if defined(__SANITIZE_ADDRESS__)
+    // _exit skips LeakSanitizer's exit hook: check here, so that a child's leaks fail the test.
+    if (code == 0 && __lsan_do_recoverable_leak_check() != 0) code = 1;
+#endif
     std::fflush(nullptr);
     ::_exit(code);
   };
