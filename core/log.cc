@@ -124,5 +124,9 @@ void write(Level level, uint32_t subsys, const char* fmt, ...) {
 void setThreadRank(int rank) { tlsRank = rank; }
 void setSink(Sink sink) { state().sink.store(sink); }
 void reloadConfig() { load(); }
+void setLevel(Level level) {
+  if (state().level.load() < 0) load();  // the subsystem mask and file still come from the environment
+  state().level.store(static_cast<int>(level));
+}
 
 }  // namespace conflux::log

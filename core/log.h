@@ -28,6 +28,9 @@ void setThreadRank(int rank);
 using Sink = void (*)(Level level, uint32_t subsys, const char* message);
 void setSink(Sink sink);
 
+/// Overrides the level read from CONFLUX_DEBUG (the NCCL plugin follows NCCL_DEBUG when CONFLUX_DEBUG is unset).
+void setLevel(Level level);
+
 /// Re-reads CONFLUX_DEBUG* (used by tests that change the environment).
 void reloadConfig();
 

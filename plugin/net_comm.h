@@ -1,0 +1,140 @@
+// Plugin contexts and comms: the listen, send and receive comms NCCL holds, and the connection handshake.
+//
+// Handshake (every step non-blocking; NCCL calls connect and accept again until they return a comm):
+//
+//   listen   opens (or shares) the context's endpoint on the device, takes a listen id L and writes the
+//            handle: endpoint address, L, and a zeroed slot for the connecting side's state.
+//   connect  first call: inserts the listener's address, takes a comm id S, posts a receive for
+//            ACCEPT(S) and sends CONNECT(L) = {our address, S}; the in-progress comm is remembered in the
+//            handle's state slot (NCCL passes the same handle again). Later calls: progress; once ACCEPT
+//            arrived it carries the receiver's comm id R and the send comm is returned.
+//   accept   Idle: posts a receive for CONNECT(L). WaitConnect: once one arrived, inserts the sender's
+//            address, takes a comm id R and sends ACCEPT(S) = {R}. Replying: once that send finished, the
+//            receive comm is returned and the listen comm is Idle again (one accept per connection).
+//
+// Data then flows with tag dataTag(R, ncclTag) (see net_endpoint.h).
+//
+// Request lifecycle: each send/receive comm owns a fixed pool of requests (32, or 8 for the v8 ABI).
+// isend/irecv take one (none free, or the provider's queue full: *request = NULL and NCCL retries),
+// test() reads completions and, once the request is finished, reports sizes and returns it to the pool.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "plugin/net_endpoint.h"
+
+namespace conflux::plugin {
+
+/// Per-NCCL-communicator state (v11 init/finalize; older versions use one per process and ABI version).
+class Context {
+ public:
+  explicit Context(int maxRequests) : maxRequests_(maxRequests) {}
+  /// The endpoint of this context on `dev`, opened on first use; it lives while any comm uses it.
+  std::shared_ptr<Endpoint> endpoint(int dev);
+  int maxRequests() const { return maxRequests_; }
+
+ private:
+  int maxRequests_;
+  std::mutex mutex_;
+  std::vector<std::weak_ptr<Endpoint>> endpoints_;
+};
+
+/// The 128-byte listen handle.
+struct ListenHandle {
+  uint32_t magic;
+  uint32_t listenId;
+  uint16_t addressBytes;
+  uint8_t reserved[6];
+  uint64_t connectState;  ///< the connecting side's in-progress SendComm (0 as written by listen)
+  uint8_t address[104];
+};
+static_assert(sizeof(ListenHandle) == abi::kHandleBytes);
+
+struct ConnectMessage {
+  uint32_t magic;
+  uint32_t sendCommId;
+  uint32_t addressBytes;
+  uint8_t address[104];
+};
+struct AcceptMessage {
+  uint32_t magic;
+  uint32_t recvCommId;
+};
+
+inline constexpr uint32_t kHandleMagic = 0x43464e31;  // "CFN1"
+
+/// Requests of one comm.
+class RequestPool {
+ public:
+  explicit RequestPool(int limit) : limit_(limit) {}
+  /// A free request, or nullptr when `limit` are in use.
+  Request* take();
+  void put(Request* r) { r->inUse = false; --used_; }
+  int used() const { return used_; }
+  std::array<Request, abi::kMaxRequests>& all() { return requests_; }
+
+ private:
+  int limit_;
+  int used_ = 0;
+  std::array<Request, abi::kMaxRequests> requests_;
+};
+
+struct Comm {
+  enum class Kind : uint8_t { Listen, Send, Recv };
+  Comm(Kind k, std::shared_ptr<Endpoint> e) : kind(k), ep(std::move(e)) {}
+  Kind kind;
+  std::shared_ptr<Endpoint> ep;
+  std::vector<ofi::MemoryRegion*> pinned;  ///< handshake buffers registered for FI_MR_LOCAL providers
+};
+
+struct SendComm : Comm {
+  SendComm(std::shared_ptr<Endpoint> e, int maxRequests) : Comm(Kind::Send, std::move(e)), pool(maxRequests) {}
+  bool connected = false;
+  uint32_t id = 0;        ///< S
+  uint32_t remoteId = 0;  ///< R, from ACCEPT
+  fi_addr_t peer = FI_ADDR_NOTAVAIL;
+  uint32_t listenId = 0;
+  ConnectMessage hello{};
+  AcceptMessage reply{};
+  Request helloReq, replyReq;
+  bool helloPosted = false, replyPosted = false;
+  RequestPool pool;
+};
+
+struct RecvComm : Comm {
+  RecvComm(std::shared_ptr<Endpoint> e, int maxRequests) : Comm(Kind::Recv, std::move(e)), pool(maxRequests) {}
+  uint32_t id = 0;  ///< R
+  fi_addr_t peer = FI_ADDR_NOTAVAIL;
+  Request* partial = nullptr;  ///< an irecv with operations not yet posted (provider queue was full)
+  RequestPool pool;
+};
+
+struct ListenComm : Comm {
+  enum class Phase : uint8_t { Idle, WaitConnect, Replying };
+  ListenComm(std::shared_ptr<Endpoint> e, int requestLimit)
+      : Comm(Kind::Listen, std::move(e)), maxRequests(requestLimit) {}
+  int maxRequests;
+  uint32_t id = 0;  ///< L
+  Phase phase = Phase::Idle;
+  ConnectMessage inbox{};
+  AcceptMessage answer{};
+  Request inboxReq, answerReq;
+  std::unique_ptr<RecvComm> accepting;
+};
+
+/// listen: fills `handle` (128 bytes) and returns the listen comm.
+ListenComm* listen(Context& ctx, int dev, void* handle);
+/// connect: nullptr until the handshake finished (call again with the same handle).
+SendComm* connect(Context& ctx, int dev, void* handle);
+/// accept: nullptr until a connection finished its handshake.
+RecvComm* accept(ListenComm& listen);
+/// Close functions: wait briefly for posted operations (cancelling receives), then free.
+void closeListen(ListenComm* comm);
+void closeSend(SendComm* comm);
+void closeRecv(RecvComm* comm);
+
+}  // namespace conflux::plugin

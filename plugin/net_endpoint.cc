@@ -1,0 +1,189 @@
+#include "plugin/net_endpoint.h"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <chrono>
+#include <thread>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "plugin/net_devices.h"
+
+namespace conflux::plugin {
+
+void Request::reset(Kind k, int count) {
+  kind = k;
+  inUse = true;
+  n = count;
+  pending = 0;
+  posted = 0;
+  error = abi::kSuccess;
+  for (int i = 0; i < kMaxRecvs; ++i) {
+    ops[i].request = this;
+    ops[i].index = i;
+  }
+}
+
+Endpoint::Endpoint(const Device& device, int deviceIndex) : deviceIndex_(deviceIndex), info_(fi_dupinfo(device.info.get())) {
+  if (!info_) throw Error(Code::SystemError, "plugin: fi_dupinfo failed");
+  fid_fabric* fabric = nullptr;
+  ofi::checkFi(fi_fabric(info_->fabric_attr, &fabric, nullptr), "fi_fabric");
+  fabric_.reset(fabric);
+  fid_domain* domain = nullptr;
+  ofi::checkFi(fi_domain(fabric, info_.get(), &domain, nullptr), "fi_domain");
+  domain_.reset(domain);
+
+  // NCCL polls (test), so the queue needs no wait object.
+  fi_cq_attr cqAttr{};
+  cqAttr.format = FI_CQ_FORMAT_TAGGED;
+  cqAttr.size = info_->tx_attr->size + info_->rx_attr->size;
+  cqAttr.wait_obj = FI_WAIT_NONE;
+  fid_cq* cq = nullptr;
+  ofi::checkFi(fi_cq_open(domain, &cqAttr, &cq, nullptr), "fi_cq_open");
+  cq_.reset(cq);
+
+  fi_av_attr avAttr{};
+  avAttr.type = FI_AV_TABLE;
+  fid_av* av = nullptr;
+  ofi::checkFi(fi_av_open(domain, &avAttr, &av, nullptr), "fi_av_open");
+  av_.reset(av);
+
+  fid_ep* ep = nullptr;
+  ofi::checkFi(fi_endpoint(domain, info_.get(), &ep, nullptr), "fi_endpoint");
+  ep_.reset(ep);
+  ofi::checkFi(fi_ep_bind(ep, &av->fid, 0), "fi_ep_bind(av)");
+  ofi::checkFi(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+  ofi::checkFi(fi_enable(ep), "fi_enable");
+
+  injectBytes_ = info_->tx_attr->inject_size;
+  localMr_ = (info_->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  mrCache_ = std::make_unique<ofi::MrCache>(domain, ep, info_->domain_attr->mr_mode, FI_SEND | FI_RECV,
+                                            size_t(config::getInt(config::Var::OFI_MR_CACHE_ENTRIES)));
+
+  address_.resize(256);
+  size_t len = address_.size();
+  int rc = fi_getname(&ep->fid, address_.data(), &len);
+  if (rc == -FI_ETOOSMALL) {
+    address_.resize(len);
+    rc = fi_getname(&ep->fid, address_.data(), &len);
+  }
+  ofi::checkFi(rc, "fi_getname");
+  address_.resize(len);
+  CFX_INFO(kNet, "plugin: opened endpoint on device %d (%s, %zu-byte address)", deviceIndex, device.name.c_str(), len);
+}
+
+// Members close in reverse order: registrations, endpoint, address vector, queue, domain, fabric.
+Endpoint::~Endpoint() = default;
+
+fi_addr_t Endpoint::peer(const uint8_t* address, size_t len) {
+  std::string key(reinterpret_cast<const char*>(address), len);
+  auto it = peers_.find(key);
+  if (it != peers_.end()) return it->second;
+  fi_addr_t out = FI_ADDR_NOTAVAIL;
+  const int n = fi_av_insert(av_.get(), address, 1, &out, 0, nullptr);
+  if (n != 1) throw Error(Code::SystemError, "plugin: fi_av_insert of a peer's address failed (" + std::to_string(n) + ")");
+  peers_.emplace(std::move(key), out);
+  return out;
+}
+
+uint32_t Endpoint::nextId() {
+  const uint32_t id = nextId_;
+  nextId_ = nextId_ == kMaxConnectionId ? 1 : nextId_ + 1;
+  return id;
+}
+
+ssize_t Endpoint::send(Request& r, const void* data, size_t len, void* desc, fi_addr_t to, uint64_t tag) {
+  if (len <= injectBytes_) {
+    const ssize_t rc = fi_tinject(ep_.get(), data, len, to, tag);
+    if (rc == 0) r.posted = 1;  // done: the provider copied the bytes and reports no completion
+    return rc;
+  }
+  const ssize_t rc = fi_tsend(ep_.get(), data, len, desc, to, tag, &r.ops[0].fi);
+  if (rc == 0) {
+    r.posted = 1;
+    r.pending = 1;
+  }
+  return rc;
+}
+
+ssize_t Endpoint::postRecv(Request& r) {
+  const int i = r.posted;
+  const ssize_t rc = fi_trecv(ep_.get(), r.data[i], r.sizes[i], r.desc[i], FI_ADDR_UNSPEC, r.tags[i], 0, &r.ops[i].fi);
+  if (rc == 0) {
+    ++r.posted;
+    ++r.pending;
+  }
+  return rc;
+}
+
+int Endpoint::progress() {
+  constexpr int kBatch = 16;
+  fi_cq_tagged_entry entries[kBatch];
+  int total = 0;
+  for (int round = 0; round < 8; ++round) {
+    const ssize_t n = fi_cq_read(cq_.get(), entries, kBatch);
+    if (n == -FI_EAGAIN) break;
+    if (n == -FI_EAVAIL) {
+      onError();
+      ++total;
+      continue;
+    }
+    if (n < 0) {
+      CFX_WARN(kNet, "plugin: fi_cq_read on device %d: %s", deviceIndex_, fi_strerror(int(-n)));
+      break;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      auto* op = static_cast<Completion*>(entries[i].op_context);
+      if (op == nullptr || op->request == nullptr) continue;
+      Request& r = *op->request;
+      if (r.kind != Request::Kind::Send) r.sizes[op->index] = entries[i].len;
+      --r.pending;
+    }
+    total += int(n);
+    if (n < kBatch) break;
+  }
+  return total;
+}
+
+void Endpoint::onError() {
+  fi_cq_err_entry err{};
+  if (fi_cq_readerr(cq_.get(), &err, 0) < 0) return;
+  auto* op = static_cast<Completion*>(err.op_context);
+  if (op == nullptr || op->request == nullptr) return;
+  Request& r = *op->request;
+  --r.pending;
+  if (err.err == FI_ECANCELED) {
+    if (r.error == abi::kSuccess) r.error = abi::kInternalError;
+    return;
+  }
+  char buf[256] = {0};
+  const char* provider = fi_cq_strerror(cq_.get(), err.prov_errno, err.err_data, buf, sizeof buf);
+  const bool truncated = err.err == FI_ETRUNC;
+  CFX_WARN(kNet, "plugin: %s on device %d failed: %s%s (provider: %s)",
+           r.kind == Request::Kind::Send ? "send" : r.kind == Request::Kind::Recv ? "receive" : "handshake message",
+           deviceIndex_, fi_strerror(err.err),
+           truncated ? " (the message is larger than the receive buffer)" : "", provider ? provider : "");
+  if (r.error == abi::kSuccess) r.error = truncated ? abi::kInvalidUsage : abi::kRemoteError;
+}
+
+bool Endpoint::drain(Request& r, int timeoutMs) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  while (r.pending > 0 && std::chrono::steady_clock::now() < until) {
+    if (progress() == 0) std::this_thread::yield();
+  }
+  return r.pending == 0;
+}
+
+bool Endpoint::cancelAndDrain(Request& r) {
+  if (r.pending == 0) return true;
+  for (int i = 0; i < r.posted; ++i) fi_cancel(&ep_->fid, &r.ops[i].fi);
+  if (drain(r, 2000)) return true;
+  CFX_WARN(kNet, "plugin: %d operation(s) on device %d did not finish after cancellation; their memory is kept",
+           r.pending, deviceIndex_);
+  return false;
+}
+
+}  // namespace conflux::plugin

@@ -1,0 +1,140 @@
+#include "pair_harness.h"
+
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <thread>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
+namespace conflux::plugintest {
+
+std::string format(const char* fmt, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, args);
+  va_end(args);
+  return buf;
+}
+
+void fail(const char* file, int line, const char* cond, const std::string& msg) {
+  throw CheckFailure(format("%s:%d: check failed: %s%s", file, line, cond, msg.c_str()));
+}
+
+namespace {
+
+void waitFd(int fd, short events) {
+  pollfd p{fd, events, 0};
+  const int rc = ::poll(&p, 1, 60000);
+  if (rc <= 0) throw CheckFailure("peer channel: no progress from the other process in 60 s");
+}
+
+}  // namespace
+
+void Channel::send(const void* p, size_t n) {
+  const auto* b = static_cast<const char*>(p);
+  while (n > 0) {
+    waitFd(out_, POLLOUT);
+    const ssize_t w = ::write(out_, b, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw CheckFailure("peer channel: write failed");
+    b += w;
+    n -= size_t(w);
+  }
+}
+
+void Channel::recv(void* p, size_t n) {
+  auto* b = static_cast<char*>(p);
+  while (n > 0) {
+    waitFd(in_, POLLIN);
+    const ssize_t r = ::read(in_, b, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) throw CheckFailure("peer channel: the other process went away");
+    b += r;
+    n -= size_t(r);
+  }
+}
+
+void Channel::barrier() {
+  char token = 'b';
+  send(&token, 1);
+  recv(&token, 1);
+}
+
+int openFds() {
+  int n = 0;
+  DIR* d = ::opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(d);
+  return n - 1;  // the directory stream itself
+}
+
+std::string runPair(const Role& receiver, const Role& sender, int timeoutSeconds) {
+  int r2s[2], s2r[2];
+  if (::pipe(r2s) != 0 || ::pipe(s2r) != 0) return "pipe failed";
+  auto spawn = [&](const Role& role, int readFd, int writeFd, const char* who) -> pid_t {
+    const pid_t pid = ::fork();
+    if (pid != 0) return pid;
+    for (int fd : {r2s[0], r2s[1], s2r[0], s2r[1]}) {
+      if (fd != readFd && fd != writeFd) ::close(fd);
+    }
+    int code = 0;
+    try {
+      Channel ch(readFd, writeFd);
+      role(ch);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[%s] %s\n", who, e.what());
+      code = 1;
+    }
+#if defined(__SANITIZE_ADDRESS__)
+    // _exit skips LeakSanitizer's exit hook: check here, so that a child's leaks fail the test.
+    if (code == 0 && __lsan_do_recoverable_leak_check() != 0) code = 1;
+#endif
+    std::fflush(nullptr);
+    ::_exit(code);
+  };
+  const pid_t recvPid = spawn(receiver, s2r[0], r2s[1], "receiver");
+  const pid_t sendPid = spawn(sender, r2s[0], s2r[1], "sender");
+  for (int fd : {r2s[0], r2s[1], s2r[0], s2r[1]}) ::close(fd);
+
+  std::string result;
+  int remaining = 2;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
+  bool killed = false;
+  while (remaining > 0) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid == recvPid || pid == sendPid) {
+      --remaining;
+      const char* who = pid == recvPid ? "receiver" : "sender";
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        result += format("%s %s %d; ", who, WIFEXITED(status) ? "exited with" : "killed by signal",
+                         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+      }
+      continue;
+    }
+    if (!killed && std::chrono::steady_clock::now() > deadline) {
+      ::kill(recvPid, SIGKILL);
+      ::kill(sendPid, SIGKILL);
+      killed = true;
+      result += format("timed out after %d s; ", timeoutSeconds);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return result;
+}
+
+}  // namespace conflux::plugintest
