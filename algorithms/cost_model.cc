@@ -144,10 +144,8 @@ struct Model {
     const double localRounds = 2.0 * (L - 1) + 1;
     const double intraBytes = L > 1 ? 2.0 * (L - 1) / L * S : 0;
     const double reduceBytes = (L - 1.0) / L * S + innerBytes / 2;
-    // The L ranks' messages of one round leave the NIC side by side: their bytes queue (share(L) in the
-    // bandwidth term) but their latencies overlap. Measured on 2 x 2, one 2 Gbit/s link: hier 83-142 us
-    // from 8 B to 8 KiB, against 2 alpha = 84 us plus local rounds.
-    return networkRounds * std::max(p.inter.alpha, p.intra.alpha) + localRounds * p.intra.alpha +
+    const double netAlpha = p.inter.alpha * std::max(1.0, share(L));
+    return networkRounds * std::max(netAlpha, p.intra.alpha) + localRounds * p.intra.alpha +
            std::max(innerBytes * share(L) / p.inter.bandwidth, intraBytes / p.intra.bandwidth) + reduce(reduceBytes);
   }
   double hierAllReduce() const {
