@@ -21,7 +21,7 @@ namespace {
 constexpr std::array<Algo, kNumAlgos> kAllAlgos = {
     Algo::Ring,    Algo::RecHalvingDoubling, Algo::BinomialTree, Algo::DoubleBinaryTree,
     Algo::OneShot, Algo::TwoShot,            Algo::Pairwise,     Algo::Direct,
-    Algo::Hierarchical, Algo::HierarchicalRhd,
+    Algo::Hierarchical, Algo::HierarchicalRhd, Algo::HierarchicalDbtree,
 };
 
 bool supportsCollective(Algo a, Collective c) {
@@ -44,6 +44,7 @@ bool supportsCollective(Algo a, Collective c) {
     case Algo::Hierarchical:
       return c == C::AllReduce || c == C::AllGather || c == C::ReduceScatter || c == C::Broadcast;
     case Algo::HierarchicalRhd:
+    case Algo::HierarchicalDbtree:
       return c == C::AllReduce;
   }
   return false;
@@ -77,6 +78,7 @@ std::string_view algoName(Algo a) {
     case Algo::Direct: return "direct";
     case Algo::Hierarchical: return "hier";
     case Algo::HierarchicalRhd: return "hier_rhd";
+    case Algo::HierarchicalDbtree: return "hier_dbtree";
   }
   return "unknown";
 }
@@ -116,6 +118,7 @@ Plan buildPlan(Algo a, const PlanParams& p) {
     case Algo::Direct: return sched::buildDirect(p);
     case Algo::Hierarchical: return sched::buildHierarchical(p, Algo::Ring);
     case Algo::HierarchicalRhd: return sched::buildHierarchical(p, Algo::RecHalvingDoubling);
+    case Algo::HierarchicalDbtree: return sched::buildHierarchical(p, Algo::DoubleBinaryTree);
   }
   sched::unsupported(std::string(algoName(a)), p.coll);
 }

@@ -26,10 +26,12 @@ enum class Algo : uint8_t {
   Direct,              ///< Load/store on every rank's own buffers (all mapped by every peer): no copies.
   Hierarchical,        ///< Across nodes: reduce-scatter in the node, per-shard rings between nodes, all-gather.
   HierarchicalRhd,     ///< The same with recursive halving-doubling between nodes (log2 N latency).
+  HierarchicalDbtree,  ///< The same with the double binary tree between nodes.
 };
-inline constexpr int kNumAlgos = 10;
+inline constexpr int kNumAlgos = 11;
 
-/// Short name: "ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise", "direct", "hier", "hier_rhd".
+/// Short name: "ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise", "direct", "hier", "hier_rhd",
+/// "hier_dbtree".
 std::string_view algoName(Algo a);
 
 /// Inverse of algoName (exact, lower-case match); nullopt for an unknown name.

@@ -162,6 +162,14 @@ struct Model {
     return hierarchical(rounds, bytes, false);
   }
 
+  /// Phase B by the double binary tree: per segment its shard (one chunk) goes up and down two trees of
+  /// depth d = ceil(log2 N), 2(1 + 2d) rounds; a rank sends its shard about twice (up, then to children).
+  double hierDbtreeAllReduce() const {
+    const int N = sh.nodes, L = sh.ranksPerNode;
+    const double d = std::ceil(std::log2(double(N)));
+    return hierarchical(2.0 * (1 + 2 * d), 2.0 * S / L, false);
+  }
+
   // ---- hierarchical all-gather, reduce-scatter, broadcast (hierarchical_collectives.cc): phases in turn.
   // All-gather and reduce-scatter: S is the n-block side; every local rank crosses at once with one
   // block per step, then the node exchanges sets of N blocks.
@@ -240,6 +248,9 @@ double predictSeconds(Algo a, Collective c, uint64_t bytes, const CostShape& sha
     case Algo::HierarchicalRhd:
       if (c != C::AllReduce || shape.nodes < 2 || !shape.uniform) return -1;
       return m.hierRhdAllReduce();
+    case Algo::HierarchicalDbtree:
+      if (c != C::AllReduce || shape.nodes < 2 || !shape.uniform) return -1;
+      return m.hierDbtreeAllReduce();
     case Algo::Pairwise:
       return c == C::AllToAll ? m.pairwise() : -1;
     case Algo::OneShot:

@@ -70,7 +70,8 @@ namespace {
 /// Whether the shape allows `a` at all (staging needs one node, peer buffers need mapped buffers).
 bool shapeAllows(Algo a, const CommShape& shape) {
   // Hierarchical plans need several nodes with the same number of ranks each (else they are a plain ring).
-  if ((a == Algo::Hierarchical || a == Algo::HierarchicalRhd) && (shape.numNodes < 2 || shape.ranksPerNode < 1)) {
+  const bool hier = a == Algo::Hierarchical || a == Algo::HierarchicalRhd || a == Algo::HierarchicalDbtree;
+  if (hier && (shape.numNodes < 2 || shape.ranksPerNode < 1)) {
     return false;
   }
   return (!algoUsesStaging(a) || shape.allLocal) && (!algoUsesPeerBuffers(a) || (shape.allLocal && shape.peerBuffers));

@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
                 markdown ? "" : "# ", topoFile.c_str(), ranksPerNode, p.nicsPerNode, nicGbps, kNicEfficiency, interAlphaUs,
                 intraWhat.c_str(), p.intra.bandwidth / 1e9, intraAlphaUs, p.reduceRate / 1e9, (unsigned long long)bytes);
     const std::vector<Algo> algos = {Algo::Ring, Algo::RecHalvingDoubling, Algo::BinomialTree, Algo::DoubleBinaryTree,
-                                     Algo::Hierarchical, Algo::HierarchicalRhd};
+                                     Algo::Hierarchical, Algo::HierarchicalRhd, Algo::HierarchicalDbtree};
     if (markdown) {
       std::printf("\n| nodes | ranks |");
       for (Algo a : algos) std::printf(" %s |", std::string(algoName(a)).c_str());

@@ -64,7 +64,7 @@ TEST(CostModel, OnlyCostedCandidatesAreRanked) {
   EXPECT_LT(t(Algo::Hierarchical, 1 << 20, CostShape{3, 2, 2, false}, p), 0);
   EXPECT_LT(t(Algo::Hierarchical, 1 << 20, CostShape{4, 1, 4, true}, p), 0);
   const auto ranked = rankAlgorithms(Collective::AllReduce, 64ull << 20, twoByTwo(), p);
-  ASSERT_EQ(ranked.size(), 6u);  // ring, rhd, tree, dbtree, hier, hier_rhd
+  ASSERT_EQ(ranked.size(), 7u);  // ring, rhd, tree, dbtree, hier, hier_rhd, hier_dbtree
   EXPECT_EQ(ranked.front().algo, Algo::Hierarchical);
   for (size_t i = 1; i < ranked.size(); ++i) EXPECT_LE(ranked[i - 1].seconds, ranked[i].seconds);
   const std::string d = describeCandidates(ranked, 2);

@@ -88,7 +88,7 @@ TEST(PlanBufferSizes, PerCollective) {
 }
 
 TEST(AlgoRegistry, NamesRoundTrip) {
-  const char* names[] = {"ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise", "direct", "hier", "hier_rhd"};
+  const char* names[] = {"ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise", "direct", "hier", "hier_rhd", "hier_dbtree"};
   static_assert(std::size(names) == kNumAlgos);
   for (int i = 0; i < kNumAlgos; ++i) {
     const auto a = static_cast<Algo>(i);
@@ -114,7 +114,7 @@ TEST(AlgoRegistry, SupportMatrix) {
     }
   }
   EXPECT_TRUE(algosFor(Collective::SendRecv).empty());
-  EXPECT_EQ(algosFor(Collective::AllReduce).size(), 9u);  // hier and hier_rhd included
+  EXPECT_EQ(algosFor(Collective::AllReduce).size(), 10u);  // hier, hier_rhd and hier_dbtree included
   EXPECT_TRUE(algoSupports(Algo::Direct, Collective::AllToAll, 4));
   EXPECT_FALSE(algoSupports(Algo::Direct, Collective::SendRecv, 4));
   EXPECT_TRUE(algoUsesPeerBuffers(Algo::Direct));
@@ -154,7 +154,7 @@ TEST(AlgoPlans, NameAndZeroCount) {
       for (int n : {1, 2, 5}) {
         const Plan plan = buildPlan(a, params(static_cast<Collective>(c), n, n - 1, 0));
         // Without a node layout the hierarchical algorithm is the flat ring, and says so.
-        const bool hier = a == Algo::Hierarchical || a == Algo::HierarchicalRhd;
+        const bool hier = a == Algo::Hierarchical || a == Algo::HierarchicalRhd || a == Algo::HierarchicalDbtree;
         EXPECT_EQ(plan.algorithm, hier ? std::string(algoName(a)) + "(ring)" : std::string(algoName(a)));
         EXPECT_TRUE(plan.ops.empty()) << algoName(a) << " " << collectiveName(static_cast<Collective>(c));
         EXPECT_EQ(plan.stagingBytes, 0u);

@@ -70,9 +70,10 @@ int runOne(const std::shared_ptr<const NodeLayout>& layout, int nranks, const st
   return runs;
 }
 
-/// Both hierarchical algorithms: ring and recursive halving-doubling between nodes.
+/// The hierarchical all-reduces: ring, recursive halving-doubling and double binary tree between nodes.
 int runAll(const std::shared_ptr<const NodeLayout>& layout, int nranks, const std::string& what) {
-  return runOne(layout, nranks, what, Algo::Hierarchical) + runOne(layout, nranks, what, Algo::HierarchicalRhd);
+  return runOne(layout, nranks, what, Algo::Hierarchical) + runOne(layout, nranks, what, Algo::HierarchicalRhd) +
+         runOne(layout, nranks, what, Algo::HierarchicalDbtree);
 }
 
 TEST(HierSim, BlockLayouts) {
@@ -135,6 +136,7 @@ TEST(HierSim, UnevenLayoutsFallBackToTheRing) {
     p.layout = layout;
     EXPECT_EQ(buildPlan(Algo::Hierarchical, p).algorithm, "hier(ring)");
     EXPECT_EQ(buildPlan(Algo::HierarchicalRhd, p).algorithm, "hier_rhd(ring)");
+    EXPECT_EQ(buildPlan(Algo::HierarchicalDbtree, p).algorithm, "hier_dbtree(ring)");
   }
   PlanParams p;  // no layout at all
   p.nranks = 3;
@@ -155,7 +157,7 @@ TEST(HierSim, PlansTalkAcrossNodesOnlyBetweenEqualLocalIndices) {
     p.rank = r % 12;
     p.coll = colls[r / 12];
     p.root = 5;
-    const Algo algo = r / 12 == 1 ? Algo::HierarchicalRhd : Algo::Hierarchical;
+    const Algo algo = r / 12 == 1 ? (p.rank % 2 ? Algo::HierarchicalRhd : Algo::HierarchicalDbtree) : Algo::Hierarchical;
     const Plan plan = buildPlan(algo, p);
     EXPECT_EQ(plan.algorithm, algoName(algo));
     for (const Op& op : plan.ops) {
