@@ -192,7 +192,7 @@ class CaseRunner {
     std::byte* out = expect_.data();
     const bool red = reduces(c.coll);
     auto reduced = [&](uint64_t i, uint64_t index) {
-      int64_t vals[64];
+      int64_t vals[64] = {};
       for (int k = 0; k < n_; ++k) vals[k] = inputValue(c.type, c.op, red, k, index);
       storeReduced(c.type, c.op, out, i, vals, n_);
     };
