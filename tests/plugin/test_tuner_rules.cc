@@ -20,8 +20,7 @@ namespace {
 class TempFile {
  public:
   explicit TempFile(const std::string& text) {
-    const char* dir = std::getenv("TMPDIR");
-    path_ = std::string(dir != nullptr && *dir ? dir : "/tmp") + "/conflux-tuner-XXXXXX";
+    path_ = ::testing::TempDir() + "conflux-tuner-XXXXXX";
     const int fd = ::mkstemp(path_.data());
     EXPECT_GE(fd, 0);
     if (fd >= 0) ::close(fd);
