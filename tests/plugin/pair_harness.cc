@@ -1,6 +1,8 @@
 #include "pair_harness.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,6 +12,8 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -82,6 +86,21 @@ int openFds() {
   return n - 1;  // the directory stream itself
 }
 
+namespace {
+/// Moves this process into the network namespace named by `variable` (a name under /var/run/netns), when
+/// it is set: the cross-namespace runs give the receiver and the sender different simulated nodes.
+void enterNetns(const char* variable) {
+  const char* name = std::getenv(variable);
+  if (name == nullptr || *name == '\0') return;
+  const std::string path = std::string("/var/run/netns/") + name;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
+    throw CheckFailure(std::string(variable) + "=" + name + ": cannot enter that network namespace");
+  }
+  ::close(fd);
+}
+}  // namespace
+
 std::string runPair(const Role& receiver, const Role& sender, int timeoutSeconds) {
   int r2s[2], s2r[2];
   if (::pipe(r2s) != 0 || ::pipe(s2r) != 0) return "pipe failed";
@@ -93,6 +112,7 @@ std::string runPair(const Role& receiver, const Role& sender, int timeoutSeconds
     }
     int code = 0;
     try {
+      enterNetns(std::string(who) == "receiver" ? "CONFLUX_PLUGIN_TEST_NETNS_RECEIVER" : "CONFLUX_PLUGIN_TEST_NETNS_SENDER");
       Channel ch(readFd, writeFd);
       role(ch);
     } catch (const std::exception& e) {

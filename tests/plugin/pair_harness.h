@@ -1,6 +1,7 @@
 // Two processes driving a plugin against each other: fork a receiver and a sender, each loads the plugin
 // itself (nothing of libfabric crosses fork), with a pipe pair between them for the listen handle and
-// phase synchronisation, as NCCL's bootstrap would carry them.
+// phase synchronisation, as NCCL's bootstrap would carry them. With CONFLUX_PLUGIN_TEST_NETNS_RECEIVER and
+// _SENDER set, each child first enters that network namespace (tests/netns/test_plugin_netns.py).
 #pragma once
 
 #include <cstddef>

@@ -92,8 +92,12 @@ Side open(int version) {
   PT_CHECK(s.net->devices(&n) == 0 && n >= 1, "%d devices", n);
   abi::PropertiesV11 p;
   PT_CHECK(s.net->properties(0, &p) == 0);
-  PT_CHECK(p.name != nullptr && std::strcmp(p.name, "lo") == 0, "device 0 is %s", p.name ? p.name : "(null)");
-  PT_CHECK(p.pciPath == nullptr, "loopback has no PCI path");
+  // The device is the one CONFLUX_OFI_DOMAINS names: lo on loopback, a veth between namespaces (neither
+  // has a PCI path).
+  const char* want = std::getenv("CONFLUX_OFI_DOMAINS");
+  PT_CHECK(p.name != nullptr && want != nullptr && std::strcmp(p.name, want) == 0, "device 0 is %s, want %s",
+           p.name ? p.name : "(null)", want ? want : "(unset)");
+  PT_CHECK(p.pciPath == nullptr, "%s has no PCI path", p.name);
   PT_CHECK(p.ptrSupport == abi::kPtrHost && p.netDeviceType == abi::kDeviceHost);
   PT_CHECK(p.speed > 0 && p.maxComms > 0 && p.maxRecvs == 8 && p.guid != 0);
   if (version >= 9) {
@@ -331,6 +335,18 @@ class Conformance : public ::testing::TestWithParam<int> {};
 
 TEST_P(Conformance, Loopback) {
   ::setenv("CONFLUX_OFI_DOMAINS", "lo", 1);
+  const int version = GetParam();
+  const std::string failure =
+      runPair([&](Channel& ch) { receiver(version, ch); }, [&](Channel& ch) { sender(version, ch); });
+  EXPECT_EQ(failure, "");
+}
+
+// The same between two simulated nodes: tests/netns/test_plugin_netns.py creates the namespaces, names
+// them in CONFLUX_PLUGIN_TEST_NETNS_RECEIVER/_SENDER and the device in CONFLUX_OFI_DOMAINS.
+TEST_P(Conformance, AcrossNamespaces) {
+  if (std::getenv("CONFLUX_PLUGIN_TEST_NETNS_RECEIVER") == nullptr || std::getenv("CONFLUX_PLUGIN_TEST_NETNS_SENDER") == nullptr) {
+    GTEST_SKIP() << "run by tests/netns/test_plugin_netns.py (needs network namespaces)";
+  }
   const int version = GetParam();
   const std::string failure =
       runPair([&](Channel& ch) { receiver(version, ch); }, [&](Channel& ch) { sender(version, ch); });
