@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "plugin/net_devices.h"
+#include "transport/ofi/cq_drain.h"
 
 namespace conflux::plugin {
 
@@ -120,32 +121,17 @@ ssize_t Endpoint::postRecv(Request& r) {
 }
 
 int Endpoint::progress() {
-  constexpr int kBatch = 16;
-  fi_cq_tagged_entry entries[kBatch];
-  int total = 0;
-  for (int round = 0; round < 8; ++round) {
-    const ssize_t n = fi_cq_read(cq_.get(), entries, kBatch);
-    if (n == -FI_EAGAIN) break;
-    if (n == -FI_EAVAIL) {
-      onError();
-      ++total;
-      continue;
-    }
-    if (n < 0) {
-      CFX_WARN(kNet, "plugin: fi_cq_read on device %d: %s", deviceIndex_, fi_strerror(int(-n)));
-      break;
-    }
-    for (ssize_t i = 0; i < n; ++i) {
-      auto* op = static_cast<Completion*>(entries[i].op_context);
-      if (op == nullptr || op->request == nullptr) continue;
-      Request& r = *op->request;
-      if (r.kind != Request::Kind::Send) r.sizes[op->index] = entries[i].len;
-      --r.pending;
-    }
-    total += int(n);
-    if (n < kBatch) break;
-  }
-  return total;
+  return ofi::drainCompletions(
+      cq_.get(),
+      [&](const fi_cq_tagged_entry& e) {
+        auto* op = static_cast<Completion*>(e.op_context);
+        if (op == nullptr || op->request == nullptr) return;
+        Request& r = *op->request;
+        if (r.kind != Request::Kind::Send) r.sizes[op->index] = e.len;
+        --r.pending;
+      },
+      [&] { onError(); },
+      [&](int err) { CFX_WARN(kNet, "plugin: fi_cq_read on device %d: %s", deviceIndex_, fi_strerror(err)); });
 }
 
 void Endpoint::onError() {

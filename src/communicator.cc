@@ -238,8 +238,8 @@ Status CommunicatorImpl::run(const CallArgs& a) {
   if (Status e = asyncError(); !e) return Status(e.code(), "communicator is out of service: " + e.message());
   if (a.count == 0) return Status::ok();
 #if CONFLUX_HAVE_CUDA
-  if (DeviceCalls::touchesDevice(a)) {
-    Status s = device().run(a);
+  if (const DeviceCalls::Places places = DeviceCalls::placesOf(a); places.onDevice()) {
+    Status s = device().run(a, places);
     if (!s && s.code() != Code::InvalidUsage) return failed(s);
     return s;
   }

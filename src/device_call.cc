@@ -87,9 +87,7 @@ DeviceCalls::~DeviceCalls() {
   cudaGetLastError();
 }
 
-bool DeviceCalls::touchesDevice(const CallArgs& a) {
-  return placeOf(a.send).space == MemSpace::Cuda || placeOf(a.recv).space == MemSpace::Cuda;
-}
+DeviceCalls::Places DeviceCalls::placesOf(const CallArgs& a) { return {placeOf(a.send), placeOf(a.recv)}; }
 
 bool DeviceCalls::touchesDevice(const std::vector<P2pOp>& ops) {
   return std::any_of(ops.begin(), ops.end(), [](const P2pOp& op) { return placeOf(op.buf).space == MemSpace::Cuda; });
@@ -103,15 +101,15 @@ Status DeviceCalls::asyncError() const {
                                    " ms for rank " + std::to_string(word - 1));
 }
 
-Status DeviceCalls::run(const CallArgs& a) {
+Status DeviceCalls::run(const CallArgs& a, const Places& places) {
   if (Status e = asyncError(); !e) return e;
   if (setup_.nranks == 1) return runAlone(a);
   int device = -1;
-  if (ipcEligible(a, device)) {
+  if (ipcEligible(a, places, device)) {
     if (Status s = ensureIpc(device); !s) return s;
     if (ipc_ != nullptr) return runIpc(a);
   }
-  return runStaged(a);
+  return runStaged(a, places);
 }
 
 Status DeviceCalls::runAlone(const CallArgs& a) {
@@ -160,12 +158,12 @@ Status DeviceCalls::recordPending(cudaStream_t stream) {
   return Status::ok();
 }
 
-Status DeviceCalls::runStaged(const CallArgs& a) {
+Status DeviceCalls::runStaged(const CallArgs& a, const Places& places) {
   const BufferSizes sz = sizesOf(a, setup_.rank, setup_.nranks);
-  const bool sendDev = sz.send > 0 && placeOf(a.send).space == MemSpace::Cuda;
+  const bool sendDev = sz.send > 0 && places.send.space == MemSpace::Cuda;
   // A reduce leaves non-root receive buffers alone: nothing is copied back there.
   const bool writesRecv = !(a.coll == Collective::Reduce && a.root != setup_.rank);
-  const bool recvDev = writesRecv && sz.recv > 0 && placeOf(a.recv).space == MemSpace::Cuda;
+  const bool recvDev = writesRecv && sz.recv > 0 && places.recv.space == MemSpace::Cuda;
   const StagedLayout l = layoutFor(sendDev ? a.send : nullptr, sendDev ? sz.send : 0,
                                    recvDev ? a.recv : nullptr, recvDev ? sz.recv : 0);
   if (Status s = stagingFor(l.bytes); !s) return s;

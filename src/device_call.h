@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "src/communicator.h"
+#include "src/device_memory.h"
 
 struct CUstream_st;  // cudaStream_t without the CUDA headers
 
@@ -44,24 +45,30 @@ class DeviceCalls {
   DeviceCalls(const DeviceCalls&) = delete;
   DeviceCalls& operator=(const DeviceCalls&) = delete;
 
-  /// Whether a call touches CUDA device memory (then it must come here).
-  static bool touchesDevice(const CallArgs& a);
+  /// Where a call's two buffers live, looked up once per call (cudaPointerGetAttributes is not free).
+  struct Places {
+    BufferPlace send, recv;
+    bool onDevice() const { return send.space == MemSpace::Cuda || recv.space == MemSpace::Cuda; }
+  };
+  static Places placesOf(const CallArgs& a);
+  /// Whether a point-to-point batch touches CUDA device memory (then it must come here).
   static bool touchesDevice(const std::vector<P2pOp>& ops);
 
-  Status run(const CallArgs& a);
+  /// Runs `a`, whose buffers are at `places` (placesOf(a), with onDevice()).
+  Status run(const CallArgs& a, const Places& places);
   Status runP2p(const std::vector<P2pOp>& ops);
   /// A CUDA-IPC kernel that timed out waiting for a peer, as an error; Ok otherwise.
   Status asyncError() const;
 
  private:
   Status runAlone(const CallArgs& a);
-  bool ipcEligible(const CallArgs& a, int& device) const;
+  bool ipcEligible(const CallArgs& a, const Places& places, int& device) const;
   Status ensureIpc(int device);
   Status runIpc(const CallArgs& a);
   /// Whether an all-reduce piece of `bytes` takes the one-shot kernel (else the two-shot).
   bool oneShot(size_t bytes) const;
   Status orderAfterPreviousIpc(CUstream_st* stream);
-  Status runStaged(const CallArgs& a);
+  Status runStaged(const CallArgs& a, const Places& places);
   /// A staged call: the host-side arguments and the device buffers they mirror (null: not staged).
   struct Staged {
     CallArgs args;

@@ -30,7 +30,7 @@ cuda::IpcCollective ipcKind(Collective c) {
 
 }  // namespace
 
-bool DeviceCalls::ipcEligible(const CallArgs& a, int& device) const {
+bool DeviceCalls::ipcEligible(const CallArgs& a, const Places& places, int& device) const {
   if (!ipcEnabled_ || (ipcTried_ && ipc_ == nullptr)) return false;
   if (a.coll == Collective::SendRecv || !setup_.oneNode || setup_.nranks < 2 || setup_.nranks > cuda::kIpcMaxRanks) {
     return false;
@@ -40,9 +40,8 @@ bool DeviceCalls::ipcEligible(const CallArgs& a, int& device) const {
   const bool usesSend = !(a.coll == Collective::Broadcast && a.root != setup_.rank);
   const bool usesRecv = !(a.coll == Collective::Reduce && a.root != setup_.rank);
   device = -1;
-  for (const auto& [used, ptr] : {std::pair<bool, const void*>{usesSend, a.send}, {usesRecv, a.recv}}) {
+  for (const auto& [used, p] : {std::pair<bool, BufferPlace>{usesSend, places.send}, {usesRecv, places.recv}}) {
     if (!used) continue;
-    const BufferPlace p = placeOf(ptr);
     if (p.space != MemSpace::Cuda || (device >= 0 && p.device != device)) return false;
     device = p.device;
   }

@@ -7,45 +7,31 @@
 #include <cerrno>
 
 #include "core/log.h"
+#include "transport/ofi/cq_drain.h"
 #include "transport/ofi/endpoint.h"
 
 namespace conflux::ofi {
 
 int Rail::readCompletions() {
-  constexpr int kBatch = 16;
-  fi_cq_tagged_entry entries[kBatch];
-  int total = 0;
-  for (int round = 0; round < 8; ++round) {
-    const ssize_t n = fi_cq_read(cq_.get(), entries, kBatch);
-    if (n == -FI_EAGAIN) break;
-    if (n == -FI_EAVAIL) {
-      handleCqError();
-      ++total;
-      continue;
-    }
-    if (n < 0) {
-      CFX_WARN(kNet, "ofi rank %d: fi_cq_read on rail %d: %s", cfg_.rank, cfg_.index, fi_strerror(int(-n)));
-      break;
-    }
-    for (ssize_t i = 0; i < n; ++i) {
-      auto* slot = static_cast<Slot*>(entries[i].op_context);
-      if (slot == nullptr || !slot->op) continue;
-      const detail::Op& op = *slot->op;
-      const size_t expected = op.chunkLen(slot->chunk);
-      if (!op.send && entries[i].len != expected) {
-        failSlot(slot, Status(Code::InvalidUsage, describeOp(op, cfg_.rank) + ": chunk " +
-                                                     std::to_string(slot->chunk) + " carried " +
-                                                     std::to_string(entries[i].len) + " bytes, expected " +
-                                                     std::to_string(expected) +
-                                                     " (send and receive sizes must match)"));
-        continue;
-      }
-      completeSlot(slot);
-    }
-    total += int(n);
-    if (n < kBatch) break;
-  }
-  return total;
+  return drainCompletions(
+      cq_.get(),
+      [&](const fi_cq_tagged_entry& e) {
+        auto* slot = static_cast<Slot*>(e.op_context);
+        if (slot == nullptr || !slot->op) return;
+        const detail::Op& op = *slot->op;
+        const size_t expected = op.chunkLen(slot->chunk);
+        if (!op.send && e.len != expected) {
+          failSlot(slot, Status(Code::InvalidUsage, describeOp(op, cfg_.rank) + ": chunk " +
+                                                       std::to_string(slot->chunk) + " carried " +
+                                                       std::to_string(e.len) + " bytes, expected " +
+                                                       std::to_string(expected) +
+                                                       " (send and receive sizes must match)"));
+          return;
+        }
+        completeSlot(slot);
+      },
+      [&] { handleCqError(); },
+      [&](int err) { CFX_WARN(kNet, "ofi rank %d: fi_cq_read on rail %d: %s", cfg_.rank, cfg_.index, fi_strerror(err)); });
 }
 
 void Rail::handleCqError() {
