@@ -97,80 +97,20 @@ int runGuarded(const Options& opts, RankSetup& setup, int rank) {
 
 // --ranks N with Conflux only: N forked processes.
 int runForked(const Options& opts, const std::string& commandLine) {
-  struct Shared {
-    std::atomic<int> state;  // 0 waiting, 1 id ready, -1 rank 0 failed
-    cfxUniqueId id;
-  };
-  void* page = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (page == MAP_FAILED) throw std::runtime_error("mmap of the shared id page failed");
-  auto* shared = new (page) Shared();
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < opts.ranks; ++r) {
-    pid_t pid = fork();
-    if (pid < 0) throw std::runtime_error("fork failed");
-    if (pid > 0) {
-      pids.push_back(pid);
-      continue;
+  return forkRanks(opts.ranks, [&](int r, const std::function<cfxComm_t()>& makeComm) {
+    pinIfAsked(opts, r);
+    if (opts.memory == Memory::Cuda) {
+      const int gpus = gpusOrSkip(opts, r == 0);
+      if (gpus == 0) return kExitSkipped;
+      selectDevice(r % gpus);
     }
-    int code = 1;
-    try {
-      pinIfAsked(opts, r);
-      if (opts.memory == Memory::Cuda) {
-        const int gpus = gpusOrSkip(opts, r == 0);
-        if (gpus == 0) {
-          std::fflush(stderr);
-          _exit(kExitSkipped);
-        }
-        selectDevice(r % gpus);
-      }
-      if (r == 0) {
-        cfxResult_t res = cfxGetUniqueId(&shared->id);
-        shared->state.store(res == cfxSuccess ? 1 : -1);
-        check(res, "cfxGetUniqueId");
-      } else {
-        while (shared->state.load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
-        if (shared->state.load() < 0) throw std::runtime_error("rank 0 could not create the unique id");
-      }
-      cfxComm_t comm = nullptr;
-      check(cfxCommInitRank(&comm, opts.ranks, shared->id, r), "cfxCommInitRank");
-      RankSetup setup;
-      addBackends(opts, comm, setup);
-      setup.localRank = r;
-      setup.launch = "forked by conflux-perf";
-      setup.commandLine = commandLine;
-      code = runGuarded(opts, setup, r);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "conflux-perf: rank %d: %s\n", r, e.what());
-    }
-    std::fflush(stdout);
-    std::fflush(stderr);
-    _exit(code);
-  }
-  // Wait for every rank; once one fails, give the others a grace period to notice, then stop them.
-  int worst = 0;
-  auto deadline = std::chrono::steady_clock::time_point::max();
-  while (!pids.empty()) {
-    int status = 0;
-    const bool failed = worst != 0;
-    pid_t done = waitpid(-1, &status, failed ? WNOHANG : 0);  // block until the first failure
-    if (done > 0) {
-      pids.erase(std::remove(pids.begin(), pids.end(), done), pids.end());
-      int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-      if (code != 0 && worst == 0) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-      worst = std::max(worst, code);
-      continue;
-    }
-    if (done < 0 && errno != EINTR) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      for (pid_t p : pids) kill(p, SIGKILL);  // our own children that have not exited yet
-      deadline = std::chrono::steady_clock::time_point::max();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  munmap(page, sizeof(Shared));
-  return worst;
+    RankSetup setup;
+    addBackends(opts, makeComm(), setup);
+    setup.localRank = r;
+    setup.launch = "forked by conflux-perf";
+    setup.commandLine = commandLine;
+    return runGuarded(opts, setup, r);
+  });
 }
 
 // --ranks N with an MPI backend: become mpirun.
@@ -275,6 +215,72 @@ int runFromEnvironment(const Options& opts, const std::string& commandLine) {
 }
 
 }  // namespace
+
+int forkRanks(int ranks, const RankBody& body) {
+  struct Shared {
+    std::atomic<int> state;  // 0 waiting, 1 id ready, -1 rank 0 failed
+    cfxUniqueId id;
+  };
+  void* page = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) throw std::runtime_error("mmap of the shared id page failed");
+  auto* shared = new (page) Shared();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < ranks; ++r) {
+    pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid > 0) {
+      pids.push_back(pid);
+      continue;
+    }
+    int code = 1;
+    try {
+      auto makeComm = [&]() {
+        if (r == 0) {
+          cfxResult_t res = cfxGetUniqueId(&shared->id);
+          shared->state.store(res == cfxSuccess ? 1 : -1);
+          check(res, "cfxGetUniqueId");
+        } else {
+          while (shared->state.load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+          if (shared->state.load() < 0) throw std::runtime_error("rank 0 could not create the unique id");
+        }
+        cfxComm_t comm = nullptr;
+        check(cfxCommInitRank(&comm, ranks, shared->id, r), "cfxCommInitRank");
+        return comm;
+      };
+      code = body(r, makeComm);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "conflux-perf: rank %d: %s\n", r, e.what());
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    _exit(code);
+  }
+  // Wait for every rank; once one fails, give the others a grace period to notice, then stop them.
+  int worst = 0;
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  while (!pids.empty()) {
+    int status = 0;
+    const bool failed = worst != 0;
+    pid_t done = waitpid(-1, &status, failed ? WNOHANG : 0);  // block until the first failure
+    if (done > 0) {
+      pids.erase(std::remove(pids.begin(), pids.end(), done), pids.end());
+      int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+      if (code != 0 && worst == 0) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      worst = std::max(worst, code);
+      continue;
+    }
+    if (done < 0 && errno != EINTR) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (pid_t p : pids) kill(p, SIGKILL);  // our own children that have not exited yet
+      deadline = std::chrono::steady_clock::time_point::max();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  munmap(page, sizeof(Shared));
+  return worst;
+}
 
 int launchAndRun(const Options& opts, int argc, char** argv) {
   const char* given = std::getenv(kCommandLineVar);

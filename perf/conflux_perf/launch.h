@@ -8,9 +8,21 @@
 //      (cfxCommInitFromEnv), or a single rank when no launcher variables are set.
 #pragma once
 
+#include <functional>
+
+#include "conflux/conflux.h"
 #include "options.h"
 
 namespace cfxperf {
+
+/// What one forked rank runs: `makeComm()` creates the communicator of all the forked ranks (rank 0
+/// makes the unique id and shares it through a page mapped before the fork). Returns the exit status.
+using RankBody = std::function<int(int rank, const std::function<cfxComm_t()>& makeComm)>;
+
+/// Forks `ranks` local processes running `body` and waits for them. Returns the worst exit status; once
+/// one rank fails, the others get 60 s to notice before they are killed. An exception in a rank is
+/// printed with its rank and counts as exit status 1.
+int forkRanks(int ranks, const RankBody& body);
 
 /// Starts the ranks and runs the benchmark; returns the process exit status.
 int launchAndRun(const Options& opts, int argc, char** argv);

@@ -16,11 +16,15 @@
 #include <utility>
 #include <vector>
 
-#include "net_api.h"
 #include "pair_harness.h"
+#include "plugin/net_loader.h"
 
 namespace conflux::plugintest {
 namespace {
+
+namespace abi = conflux::plugin::abi;
+using conflux::plugin::loadNet;
+using conflux::plugin::NetApi;
 
 constexpr size_t kBufferBytes = (size_t{64} << 20) + 4096;
 const size_t kSizes[] = {0, 1, 7, 63, 64, 65, 4095, 4096, 65537, (size_t{1} << 20) + 3, size_t{64} << 20};

@@ -1,5 +1,7 @@
-// The tests' view of an ncclNet plugin: one interface over every ABI version, filled from the struct a
-// dlopen'ed library exports (dlsym "ncclNetPlugin_vN"), and driven only through its function pointers.
+// A caller's view of any ncclNet plugin library (ours or another): one interface over every ABI version,
+// filled from the struct the dlopen'ed library exports (dlsym "ncclNetPlugin_vN") and driven only through
+// its function pointers, the way NCCL's proxy drives it. Used by the conformance tests and by
+// `conflux-perf net`. Header-only: it needs nothing but libdl.
 #pragma once
 
 #include <dlfcn.h>
@@ -14,9 +16,7 @@
 
 #include "plugin/nccl_net_abi.h"
 
-namespace conflux::plugintest {
-
-namespace abi = conflux::plugin::abi;
+namespace conflux::plugin {
 
 /// Every call returns the plugin's ncclResult_t as an int.
 class NetApi {
@@ -145,4 +145,4 @@ inline std::unique_ptr<NetApi> loadNet(const char* path, int version) {
   }
 }
 
-}  // namespace conflux::plugintest
+}  // namespace conflux::plugin
