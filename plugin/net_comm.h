@@ -4,15 +4,20 @@
 //
 //   listen   opens (or shares) the context's endpoint on the device, takes a listen id L and writes the
 //            handle: endpoint address, L, and a zeroed slot for the connecting side's state.
-//   connect  first call: inserts the listener's address, takes a comm id S, posts a receive for
-//            ACCEPT(S) and sends CONNECT(L) = {our address, S}; the in-progress comm is remembered in the
-//            handle's state slot (NCCL passes the same handle again). Later calls: progress; once ACCEPT
-//            arrived it carries the receiver's comm id R and the send comm is returned.
-//   accept   Idle: posts a receive for CONNECT(L). WaitConnect: once one arrived, inserts the sender's
-//            address, takes a comm id R and sends ACCEPT(S) = {R}. Replying: once that send finished, the
-//            receive comm is returned and the listen comm is Idle again (one accept per connection).
+//   connect  first call: picks the rail k (0 on a physical device; on a virtual one the context's next
+//            member in turn), inserts the listener's address, takes a comm id S, posts a receive for
+//            ACCEPT(S) and sends CONNECT(L) = {our address, S, k}; the in-progress comm is remembered in
+//            the handle's state slot (NCCL passes the same handle again). Later calls: progress; once
+//            ACCEPT arrived it carries the receiver's comm id R and data address, and the send comm is
+//            returned.
+//   accept   Idle: posts a receive for CONNECT(L). WaitConnect: once one arrived, opens (or shares) the
+//            endpoint of its own member k of the listened device, takes a comm id R there, and sends
+//            ACCEPT(S) = {R, that endpoint's address}. Replying: once that send finished, the receive
+//            comm is returned and the listen comm is Idle again (one accept per connection).
 //
-// Data then flows with tag dataTag(R, ncclTag) (see net_endpoint.h).
+// The handshake always runs between the endpoints of the devices' first members; data then flows between
+// the rail-k endpoints with tag dataTag(R, ncclTag) (see net_endpoint.h). On a physical device the two
+// are the same endpoint.
 //
 // Request lifecycle: each send/receive comm owns a fixed pool of requests (32, or 8 for the v8 ABI).
 // isend/irecv take one (none free, or the provider's queue full: *request = NULL and NCCL retries),
@@ -36,11 +41,14 @@ class Context {
   /// The endpoint of this context on `dev`, opened on first use; it lives while any comm uses it.
   std::shared_ptr<Endpoint> endpoint(int dev);
   int maxRequests() const { return maxRequests_; }
+  /// The rail (member index) for the next connection this context makes on virtual device `dev`.
+  int nextRail(int dev, int members);
 
  private:
   int maxRequests_;
   std::mutex mutex_;
   std::vector<std::weak_ptr<Endpoint>> endpoints_;
+  std::vector<int> railCounters_;  ///< by device index
 };
 
 /// The 128-byte listen handle.
@@ -57,12 +65,15 @@ static_assert(sizeof(ListenHandle) == abi::kHandleBytes);
 struct ConnectMessage {
   uint32_t magic;
   uint32_t sendCommId;
+  uint32_t rail;  ///< member index of the (virtual) device the data will use
   uint32_t addressBytes;
   uint8_t address[104];
 };
 struct AcceptMessage {
   uint32_t magic;
   uint32_t recvCommId;
+  uint32_t addressBytes;  ///< the receive comm's data endpoint
+  uint8_t address[104];
 };
 
 inline constexpr uint32_t kHandleMagic = 0x43464e31;  // "CFN1"
@@ -85,10 +96,11 @@ class RequestPool {
 
 struct Comm {
   enum class Kind : uint8_t { Listen, Send, Recv };
-  Comm(Kind k, std::shared_ptr<Endpoint> e) : kind(k), ep(std::move(e)) {}
+  Comm(Kind k, std::shared_ptr<Endpoint> e) : kind(k), ep(e), ctl(std::move(e)) {}
   Kind kind;
-  std::shared_ptr<Endpoint> ep;
-  std::vector<ofi::MemoryRegion*> pinned;  ///< handshake buffers registered for FI_MR_LOCAL providers
+  std::shared_ptr<Endpoint> ep;   ///< data (and regMr) endpoint
+  std::shared_ptr<Endpoint> ctl;  ///< handshake endpoint: ep, except on rail k > 0 of a virtual device
+  std::vector<ofi::MemoryRegion*> pinned;  ///< handshake buffers (on ctl) registered for FI_MR_LOCAL providers
 };
 
 struct SendComm : Comm {
@@ -96,7 +108,8 @@ struct SendComm : Comm {
   bool connected = false;
   uint32_t id = 0;        ///< S
   uint32_t remoteId = 0;  ///< R, from ACCEPT
-  fi_addr_t peer = FI_ADDR_NOTAVAIL;
+  fi_addr_t peer = FI_ADDR_NOTAVAIL;     ///< the receive comm's data endpoint (on ep)
+  fi_addr_t listener = FI_ADDR_NOTAVAIL;  ///< the listen comm's endpoint (on ctl)
   uint32_t listenId = 0;
   ConnectMessage hello{};
   AcceptMessage reply{};
@@ -108,16 +121,18 @@ struct SendComm : Comm {
 struct RecvComm : Comm {
   RecvComm(std::shared_ptr<Endpoint> e, int maxRequests) : Comm(Kind::Recv, std::move(e)), pool(maxRequests) {}
   uint32_t id = 0;  ///< R
-  fi_addr_t peer = FI_ADDR_NOTAVAIL;
   Request* partial = nullptr;  ///< an irecv with operations not yet posted (provider queue was full)
   RequestPool pool;
 };
 
 struct ListenComm : Comm {
   enum class Phase : uint8_t { Idle, WaitConnect, Replying };
-  ListenComm(std::shared_ptr<Endpoint> e, int requestLimit)
-      : Comm(Kind::Listen, std::move(e)), maxRequests(requestLimit) {}
+  ListenComm(Context& c, std::shared_ptr<Endpoint> e, std::vector<int> devs, int requestLimit)
+      : Comm(Kind::Listen, std::move(e)), ctx(&c), members(std::move(devs)), maxRequests(requestLimit) {}
+  Context* ctx;
+  std::vector<int> members;  ///< physical devices of the listened device (one unless virtual)
   int maxRequests;
+  fi_addr_t replyTo = FI_ADDR_NOTAVAIL;  ///< the connecting comm's handshake endpoint
   uint32_t id = 0;  ///< L
   Phase phase = Phase::Idle;
   ConnectMessage inbox{};

@@ -13,16 +13,16 @@ namespace {
 
 /// Registration of a handshake buffer where the provider wants local descriptors (FI_MR_LOCAL).
 void* controlDesc(Comm& comm, void* p, size_t bytes) {
-  if (!comm.ep->localMr()) return nullptr;
+  if (!comm.ctl->localMr()) return nullptr;
   Status err;
-  ofi::MemoryRegion* r = comm.ep->mrCache().acquire(p, bytes, &err);
+  ofi::MemoryRegion* r = comm.ctl->mrCache().acquire(p, bytes, &err);
   if (r == nullptr) throw Error(err.code(), "plugin: registering a handshake buffer: " + err.message());
   comm.pinned.push_back(r);
   return r->desc;
 }
 
 void unpin(Comm& comm) {
-  for (ofi::MemoryRegion* r : comm.pinned) comm.ep->mrCache().release(r);
+  for (ofi::MemoryRegion* r : comm.pinned) comm.ctl->mrCache().release(r);
   comm.pinned.clear();
 }
 
@@ -61,6 +61,12 @@ std::shared_ptr<Endpoint> Context::endpoint(int dev) {
   return ep;
 }
 
+int Context::nextRail(int dev, int members) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (railCounters_.size() <= size_t(dev)) railCounters_.resize(size_t(dev) + 1, 0);
+  return railCounters_[size_t(dev)]++ % members;
+}
+
 Request* RequestPool::take() {
   if (used_ >= limit_) return nullptr;
   for (Request& r : requests_) {
@@ -74,7 +80,8 @@ Request* RequestPool::take() {
 }
 
 ListenComm* listen(Context& ctx, int dev, void* handle) {
-  auto comm = std::make_unique<ListenComm>(ctx.endpoint(dev), ctx.maxRequests());
+  std::vector<int> members = membersOf(dev);
+  auto comm = std::make_unique<ListenComm>(ctx, ctx.endpoint(members[0]), std::move(members), ctx.maxRequests());
   Endpoint& ep = *comm->ep;
   std::lock_guard<std::mutex> lock(ep.mutex);
   const std::vector<uint8_t>& addr = ep.address();
@@ -100,14 +107,18 @@ SendComm* connect(Context& ctx, int dev, void* handle) {
   }
   auto* c = reinterpret_cast<SendComm*>(uintptr_t(h->connectState));
   if (c == nullptr) {
-    auto comm = std::make_unique<SendComm>(ctx.endpoint(dev), ctx.maxRequests());
-    std::lock_guard<std::mutex> lock(comm->ep->mutex);
-    const std::vector<uint8_t>& self = comm->ep->address();
-    comm->peer = comm->ep->peer(h->address, h->addressBytes);
-    comm->id = comm->ep->nextId();
+    const std::vector<int> members = membersOf(dev);
+    const int rail = members.size() > 1 ? ctx.nextRail(dev, int(members.size())) : 0;
+    auto comm = std::make_unique<SendComm>(ctx.endpoint(members[size_t(rail)]), ctx.maxRequests());
+    comm->ctl = ctx.endpoint(members[0]);
+    std::lock_guard<std::mutex> lock(comm->ctl->mutex);
+    const std::vector<uint8_t>& self = comm->ctl->address();
+    comm->listener = comm->ctl->peer(h->address, h->addressBytes);
+    comm->id = comm->ctl->nextId();
     comm->listenId = h->listenId;
     comm->hello.magic = kHandleMagic;
     comm->hello.sendCommId = comm->id;
+    comm->hello.rail = uint32_t(rail);
     comm->hello.addressBytes = uint32_t(self.size());
     std::memcpy(comm->hello.address, self.data(), self.size());
     prepareRecv(comm->replyReq, &comm->reply, sizeof comm->reply,
@@ -117,12 +128,12 @@ SendComm* connect(Context& ctx, int dev, void* handle) {
     c = comm.release();
     h->connectState = uint64_t(uintptr_t(c));
   }
-  Endpoint& ep = *c->ep;
-  std::lock_guard<std::mutex> lock(ep.mutex);
   try {
+    Endpoint& ep = *c->ctl;
+    std::lock_guard<std::mutex> lock(ep.mutex);
     if (c->replyReq.posted == 0 && !posted(ep.postRecv(c->replyReq), "fi_trecv(accept)")) return nullptr;
     if (c->helloReq.posted == 0 &&
-        !posted(ep.send(c->helloReq, &c->hello, sizeof c->hello, c->helloReq.desc[0], c->peer,
+        !posted(ep.send(c->helloReq, &c->hello, sizeof c->hello, c->helloReq.desc[0], c->listener,
                         controlTag(c->listenId, kConnectMsg)),
                 "fi_tsend(connect)")) {
       return nullptr;
@@ -131,17 +142,24 @@ SendComm* connect(Context& ctx, int dev, void* handle) {
     if (!c->helloReq.finished() || !c->replyReq.finished()) return nullptr;
     checkFinished(c->helloReq, "CONNECT send");
     checkFinished(c->replyReq, "ACCEPT receive");
-    if (c->reply.magic != kHandleMagic) throw Error(Code::RemoteError, "plugin: malformed ACCEPT message");
+    if (c->reply.magic != kHandleMagic || c->reply.addressBytes == 0 ||
+        c->reply.addressBytes > sizeof c->reply.address) {
+      throw Error(Code::RemoteError, "plugin: malformed ACCEPT message");
+    }
+    unpin(*c);
   } catch (...) {
     h->connectState = 0;
     throw;  // the half-open comm stays allocated: its buffers may still be known to the provider
   }
+  {
+    std::lock_guard<std::mutex> lock(c->ep->mutex);  // taken after the handshake's: never both at once
+    c->peer = c->ep->peer(c->reply.address, c->reply.addressBytes);
+  }
   c->remoteId = c->reply.recvCommId;
   c->connected = true;
   h->connectState = 0;
-  unpin(*c);
-  CFX_INFO(kNet, "plugin: connected on device %d (send comm %u -> receive comm %u)", ep.deviceIndex(), c->id,
-           c->remoteId);
+  CFX_INFO(kNet, "plugin: connected on device %d rail %u (send comm %u -> receive comm %u)", c->ep->deviceIndex(),
+           c->hello.rail, c->id, c->remoteId);
   return c;
 }
 
@@ -161,18 +179,33 @@ RecvComm* accept(ListenComm& l) {
     if (l.inbox.magic != kHandleMagic || l.inbox.addressBytes > sizeof l.inbox.address) {
       throw Error(Code::RemoteError, "plugin: malformed CONNECT message");
     }
-    auto comm = std::make_unique<RecvComm>(l.ep, l.maxRequests);
-    comm->id = ep.nextId();
-    comm->peer = ep.peer(l.inbox.address, l.inbox.addressBytes);
+    // The data endpoint: the listened device's member of the sender's rail index.
+    const int member = l.members[size_t(l.inbox.rail) % l.members.size()];
+    std::shared_ptr<Endpoint> data = member == l.members[0] ? l.ep : l.ctx->endpoint(member);
+    auto comm = std::make_unique<RecvComm>(data, l.maxRequests);
+    if (data == l.ep) {
+      comm->id = ep.nextId();
+    } else {
+      std::lock_guard<std::mutex> dataLock(data->mutex);  // handshake endpoint first, then data: one order
+      comm->id = data->nextId();
+    }
+    l.replyTo = ep.peer(l.inbox.address, l.inbox.addressBytes);
     l.answer.magic = kHandleMagic;
     l.answer.recvCommId = comm->id;
+    const std::vector<uint8_t>& dataAddress = data->address();
+    if (dataAddress.size() > sizeof l.answer.address) {
+      throw Error(Code::InternalError, "plugin: endpoint address of " + std::to_string(dataAddress.size()) +
+                                           " bytes does not fit the ACCEPT message");
+    }
+    l.answer.addressBytes = uint32_t(dataAddress.size());
+    std::memcpy(l.answer.address, dataAddress.data(), dataAddress.size());
     l.accepting = std::move(comm);
     l.answerReq.reset(Request::Kind::Control, 1);
     l.answerReq.desc[0] = controlDesc(l, &l.answer, sizeof l.answer);
     l.phase = ListenComm::Phase::Replying;
   }
   if (l.answerReq.posted == 0) {
-    if (!posted(ep.send(l.answerReq, &l.answer, sizeof l.answer, l.answerReq.desc[0], l.accepting->peer,
+    if (!posted(ep.send(l.answerReq, &l.answer, sizeof l.answer, l.answerReq.desc[0], l.replyTo,
                         controlTag(l.inbox.sendCommId, kAcceptMsg)),
                 "fi_tsend(accept)")) {
       return nullptr;
@@ -183,38 +216,41 @@ RecvComm* accept(ListenComm& l) {
   checkFinished(l.answerReq, "ACCEPT send");
   l.phase = ListenComm::Phase::Idle;
   unpin(l);
-  CFX_INFO(kNet, "plugin: accepted on device %d (receive comm %u <- send comm %u)", ep.deviceIndex(),
-           l.accepting->id, l.inbox.sendCommId);
+  CFX_INFO(kNet, "plugin: accepted on device %d rail %u (receive comm %u <- send comm %u)",
+           l.accepting->ep->deviceIndex(), l.inbox.rail, l.accepting->id, l.inbox.sendCommId);
   return l.accepting.release();
 }
 
 namespace {
 
-/// Finishes or cancels what `comm` still has posted. Returns false when the provider still holds some
-/// of its buffers (the comm must then stay allocated).
+/// Finishes or cancels what `comm` still has posted: handshake requests on its ctl endpoint, then data
+/// requests on its data endpoint, each under its endpoint's lock (never both at once). Returns false when
+/// the provider still holds some of its buffers (the comm must then stay allocated).
 bool quiesce(Comm& comm, std::initializer_list<Request*> control, RequestPool* pool, bool cancel) {
   bool clean = true;
-  auto settle = [&](Request& r) {
+  auto settle = [&](Endpoint& ep, Request& r) {
     if (r.pending == 0) return;
     const bool cancellable = cancel || r.kind != Request::Kind::Send;  // sends finish, they are not cancelled
-    clean &= cancellable ? comm.ep->cancelAndDrain(r) : comm.ep->drain(r, 5000);
+    clean &= cancellable ? ep.cancelAndDrain(r) : ep.drain(r, 5000);
   };
-  for (Request* r : control) settle(*r);
+  {
+    std::lock_guard<std::mutex> lock(comm.ctl->mutex);
+    for (Request* r : control) settle(*comm.ctl, *r);
+    unpin(comm);
+  }
   if (pool != nullptr) {
+    std::lock_guard<std::mutex> lock(comm.ep->mutex);
     for (Request& r : pool->all()) {
-      if (r.inUse) settle(r);
+      if (r.inUse) settle(*comm.ep, r);
     }
   }
-  unpin(comm);
   return clean;
 }
 
 template <class C>
 void destroy(C* comm, std::initializer_list<Request*> control, RequestPool* pool, bool cancel) {
-  std::shared_ptr<Endpoint> ep = comm->ep;  // outlives the lock
-  std::unique_lock<std::mutex> lock(ep->mutex);
+  std::shared_ptr<Endpoint> ep = comm->ep;  // outlives the comm, for the warning
   const bool clean = quiesce(*comm, control, pool, cancel);
-  lock.unlock();
   if (clean) {
     delete comm;
   } else {

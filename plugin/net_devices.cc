@@ -3,7 +3,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <climits>
+#include <deque>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -13,6 +15,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "plugin/nccl_net_abi.h"
 
 namespace conflux::plugin {
 namespace {
@@ -148,6 +151,85 @@ const Device& device(int dev) {
                                            std::to_string(all.size()) + ")");
   }
   return all[size_t(dev)];
+}
+
+namespace {
+
+struct VirtualDevice {
+  std::vector<int> members;
+  Device merged;  ///< what getProperties reports: names joined by '+', speeds added, no fi_info
+};
+
+std::mutex virtualMutex;
+std::deque<VirtualDevice>& virtualDevices() {
+  static auto* list = new std::deque<VirtualDevice>();  // kept until exit (NCCL keeps the name pointers)
+  return *list;
+}
+
+}  // namespace
+
+int makeVirtualDevice(const int* members, int count) {
+  const int physical = int(devices().size());
+  if (members == nullptr || count < 1 || count > abi::kMaxVDevs) {
+    throw Error(Code::InvalidArgument, "plugin: makeVDevice of " + std::to_string(count) + " devices (1.." +
+                                           std::to_string(abi::kMaxVDevs) + ")");
+  }
+  std::vector<int> list(members, members + count);
+  for (int i = 0; i < count; ++i) {
+    if (list[size_t(i)] < 0 || list[size_t(i)] >= physical) {
+      throw Error(Code::InvalidArgument, "plugin: makeVDevice member " + std::to_string(list[size_t(i)]) +
+                                             " is not a physical device (0.." + std::to_string(physical - 1) + ")");
+    }
+    for (int j = 0; j < i; ++j) {
+      if (list[size_t(j)] == list[size_t(i)]) {
+        throw Error(Code::InvalidArgument, "plugin: makeVDevice lists device " + std::to_string(list[size_t(i)]) + " twice");
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(virtualMutex);
+  std::deque<VirtualDevice>& all = virtualDevices();
+  for (size_t v = 0; v < all.size(); ++v) {
+    if (all[v].members == list) return physical + int(v);
+  }
+  VirtualDevice vd;
+  vd.members = list;
+  const Device& first = devices()[size_t(list[0])];
+  vd.merged.pciPath = first.pciPath;  // NCCL places the virtual NIC where its first member is
+  vd.merged.guid = first.guid;
+  vd.merged.maxMessageBytes = first.maxMessageBytes;
+  for (int m : list) {
+    const Device& d = devices()[size_t(m)];
+    vd.merged.name += (vd.merged.name.empty() ? "" : "+") + d.name;
+    vd.merged.speedMbps += d.speedMbps;
+    vd.merged.maxMessageBytes = std::min(vd.merged.maxMessageBytes, d.maxMessageBytes);
+  }
+  all.push_back(std::move(vd));
+  const int index = physical + int(all.size()) - 1;
+  CFX_INFO(kNet, "plugin: virtual device %d = %s (%d Mbps)", index, all.back().merged.name.c_str(),
+           all.back().merged.speedMbps);
+  return index;
+}
+
+const Device& describedDevice(int dev) {
+  const int physical = int(devices().size());
+  if (dev >= 0 && dev < physical) return devices()[size_t(dev)];
+  std::lock_guard<std::mutex> lock(virtualMutex);
+  const std::deque<VirtualDevice>& all = virtualDevices();
+  if (dev >= physical && size_t(dev - physical) < all.size()) return all[size_t(dev - physical)].merged;
+  throw Error(Code::InvalidArgument, "plugin: device " + std::to_string(dev) + " does not exist (" +
+                                         std::to_string(physical) + " physical, " + std::to_string(all.size()) +
+                                         " virtual)");
+}
+
+std::vector<int> membersOf(int dev) {
+  const int physical = int(devices().size());
+  if (dev >= 0 && dev < physical) return {dev};
+  std::lock_guard<std::mutex> lock(virtualMutex);
+  const std::deque<VirtualDevice>& all = virtualDevices();
+  if (dev >= physical && size_t(dev - physical) < all.size()) return all[size_t(dev - physical)].members;
+  throw Error(Code::InvalidArgument, "plugin: device " + std::to_string(dev) + " does not exist (" +
+                                         std::to_string(physical) + " physical, " + std::to_string(all.size()) +
+                                         " virtual)");
 }
 
 }  // namespace conflux::plugin

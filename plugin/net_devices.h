@@ -29,4 +29,22 @@ const std::vector<Device>& devices();
 /// devices()[dev], or throws Error(InvalidArgument) naming the valid range.
 const Device& device(int dev);
 
+/// Virtual devices (makeVDevice): a group of up to 4 physical devices, numbered after the physical ones
+/// in the order they were made (process-wide). Each connection on a virtual device runs on one member:
+/// the connecting side takes them in turn, and the accepting side uses its own member of the same index,
+/// so connection c of a virtual device travels over rail c % members on both nodes.
+///
+/// Makes (or finds: the same list twice gives the same index) the virtual device of `members`. Throws
+/// Error(InvalidArgument) for an empty or too long list, a device that does not exist or is virtual, or
+/// a device listed twice.
+int makeVirtualDevice(const int* members, int count);
+
+/// The physical devices behind `dev`: {dev} for a physical device, the members for a virtual one. Throws
+/// Error(InvalidArgument) when `dev` is neither.
+std::vector<int> membersOf(int dev);
+
+/// What getProperties reports for `dev`, physical or virtual (a virtual one has no fi_info). Throws
+/// Error(InvalidArgument) when `dev` is neither.
+const Device& describedDevice(int dev);
+
 }  // namespace conflux::plugin

@@ -118,7 +118,8 @@ abi::Result devices(int* ndev) {
 
 abi::Result getProperties(int dev, abi::PropertiesV11* props) {
   return guard("getProperties", [&] {
-    const Device& d = device(dev);
+    const Device& d = describedDevice(dev);
+    const std::vector<int> members = membersOf(dev);
     abi::PropertiesV11& p = *as<abi::PropertiesV11>(props, "properties");
     std::memset(&p, 0, sizeof p);
     p.name = const_cast<char*>(d.name.c_str());
@@ -134,11 +135,18 @@ abi::Result getProperties(int dev, abi::PropertiesV11* props) {
     p.maxRecvs = kMaxRecvs;
     p.netDeviceType = abi::kDeviceHost;
     p.netDeviceVersion = 0;
-    p.vProps.ndevs = 1;
-    p.vProps.devs[0] = dev;
+    p.vProps.ndevs = int(members.size());
+    for (size_t i = 0; i < members.size(); ++i) p.vProps.devs[i] = members[i];
     p.maxP2pBytes = d.maxMessageBytes;
     p.maxCollBytes = d.maxMessageBytes;
     p.maxMultiRequestSize = 1;
+  });
+}
+
+abi::Result makeVDevice(int* d, abi::VProps* props) {
+  return guard("makeVDevice", [&] {
+    const abi::VProps& v = *as<abi::VProps>(props, "vProps");
+    *as<int>(d, "device pointer") = makeVirtualDevice(v.devs, v.ndevs);
   });
 }
 

@@ -26,6 +26,9 @@ abi::Result devices(int* ndev);
 /// Properties in the v11 layout; adapters copy out the fields their version has.
 abi::Result getProperties(int dev, abi::PropertiesV11* props);
 
+/// A virtual device grouping props->devs (see makeVirtualDevice in net_devices.h); *d is its index.
+abi::Result makeVDevice(int* d, abi::VProps* props);
+
 abi::Result listen(void* ctx, int dev, void* handle, void** listenComm);
 abi::Result connect(void* ctx, int dev, void* handle, void** sendComm, abi::DeviceHandle** sendDevComm);
 abi::Result accept(void* listenComm, void** recvComm, abi::DeviceHandle** recvDevComm);

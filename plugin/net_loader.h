@@ -30,6 +30,8 @@ class NetApi {
   virtual int finalize() = 0;                  ///< v11 only; 0 elsewhere
   virtual int devices(int* n) = 0;
   virtual int properties(int dev, abi::PropertiesV11* p) = 0;  ///< fields the version lacks stay zero
+  /// v9+: a virtual device of props->devs; v8 (no such member) and a NULL member return -1.
+  virtual int makeVDevice(int* dev, abi::VProps* props) = 0;
   virtual int listen(int dev, void* handle, void** comm) = 0;
   virtual int connect(int dev, void* handle, void** comm) = 0;
   virtual int accept(void* listenComm, void** comm) = 0;
@@ -79,6 +81,12 @@ class NetApiOf final : public NetApi {
     } else {
       return net_->getProperties(dev, p);
     }
+  }
+  int makeVDevice(int* dev, abi::VProps* props) override {
+    if constexpr (V >= 9) {
+      if (net_->makeVDevice != nullptr) return net_->makeVDevice(dev, props);
+    }
+    return -1;
   }
   int listen(int dev, void* handle, void** comm) override {
     if constexpr (V >= 11) return net_->listen(ctx_, dev, handle, comm);

@@ -60,5 +60,5 @@ abi::NetV10 ncclNetPlugin_v10 = {
     .closeListen = impl::closeListen,
     .getDeviceMr = nullptr,
     .irecvConsumed = nullptr,
-    .makeVDevice = nullptr,
+    .makeVDevice = impl::makeVDevice,
 };

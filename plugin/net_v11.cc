@@ -47,7 +47,7 @@ abi::NetV11 ncclNetPlugin_v11 = {
     .closeListen = impl::closeListen,
     .getDeviceMr = nullptr,
     .irecvConsumed = nullptr,
-    .makeVDevice = nullptr,
+    .makeVDevice = impl::makeVDevice,
     .finalize = impl::destroyContext,
     .setNetAttr = nullptr,
 };

@@ -52,5 +52,5 @@ abi::NetV9 ncclNetPlugin_v9 = {
     .closeListen = impl::closeListen,
     .getDeviceMr = nullptr,
     .irecvConsumed = nullptr,
-    .makeVDevice = nullptr,
+    .makeVDevice = impl::makeVDevice,
 };

@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""The net plugin's conformance suite between two simulated nodes (issue 6: loopback and namespaces).
+"""The net plugin between two simulated nodes (issue 6: loopback and namespaces).
 
   test_plugin_netns.py TEST_PLUGIN_NET
 
-Creates two network namespaces joined by a veth link (netns_cluster.Cluster), then runs the
-`PluginNet/Conformance.AcrossNamespaces/*` tests of TEST_PLUGIN_NET (v8..v11): its receiver process
-enters node 1's namespace and its sender node 0's, so every connection and message crosses the link
-between them (device `rail0` in both). Exit 0 when all four versions passed (not skipped), 1 on failure,
-77 where namespaces cannot be created.
+Creates two network namespaces joined by two rails (netns_cluster.Cluster: veth links rail0 and rail1,
+each on its own bridge and subnet) and runs two parts of TEST_PLUGIN_NET with its receiver process in
+node 1's namespace and its sender in node 0's, so every connection and message crosses between them:
+
+  1. `PluginNet/Conformance.AcrossNamespaces/*` (v8..v11) on device rail0;
+  2. `PluginNet/VirtualDevice.AcrossNamespaces/*` (v9..v11) with devices rail0 and rail1 grouped by
+     makeVDevice; connection c runs on rail c % 2, so afterwards both of node 1's links must have
+     received at least the 4 MiB messages meant for them (two per rail and version).
+
+Exit 0 when every test passed (none skipped), 1 on failure, 77 where namespaces cannot be created.
 """
 import os
 import re
@@ -19,6 +24,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns_cluster as nc  # noqa: E402
 from netns_bench import skipped  # noqa: E402
 
+MESSAGE = 4 << 20
+
+
+def run_part(c, binary, gtest_filter, domains, expected):
+    env = dict(os.environ,
+               CONFLUX_PLUGIN_TEST_NETNS_RECEIVER=c.node_ns(1),
+               CONFLUX_PLUGIN_TEST_NETNS_SENDER=c.node_ns(0),
+               CONFLUX_OFI_DOMAINS=domains,
+               CONFLUX_OFI_PROVIDER="tcp;ofi_rxm")
+    res = subprocess.run([binary, "--gtest_filter=" + gtest_filter], env=env, capture_output=True, text=True,
+                         timeout=600)
+    out = res.stdout + res.stderr
+    passed = re.search(r"\[  PASSED  \] (\d+) test", out)
+    if res.returncode != 0 or not passed or int(passed.group(1)) != expected or "[  SKIPPED ]" in out:
+        print(out[-6000:])
+        print("%s across namespaces: FAILED (exit %d)" % (gtest_filter, res.returncode))
+        return False
+    print(out[-1200:])
+    return True
+
+
+def rx_bytes(c, node, iface):
+    p = c.run_in(node, ["cat", "/sys/class/net/%s/statistics/rx_bytes" % iface], check=True)
+    return int(p.stdout.strip())
+
 
 def main():
     if len(sys.argv) != 2:
@@ -27,23 +57,22 @@ def main():
     binary = sys.argv[1]
     if skipped():
         return 77
-    with nc.cleanup_on_signals(), nc.Cluster(nodes=2, ranks_per_node=1) as c:
-        env = dict(os.environ,
-                   CONFLUX_PLUGIN_TEST_NETNS_RECEIVER=c.node_ns(1),
-                   CONFLUX_PLUGIN_TEST_NETNS_SENDER=c.node_ns(0),
-                   CONFLUX_OFI_DOMAINS=c.iface(0),
-                   CONFLUX_OFI_PROVIDER="tcp;ofi_rxm")
-        res = subprocess.run([binary, "--gtest_filter=PluginNet/Conformance.AcrossNamespaces/*"], env=env,
-                             capture_output=True, text=True, timeout=600)
-    out = res.stdout + res.stderr
-    passed = re.search(r"\[  PASSED  \] (\d+) test", out)
-    if res.returncode != 0 or not passed or int(passed.group(1)) != 4 or "[  SKIPPED ]" in out:
-        print(out[-6000:])
-        print("plugin conformance across namespaces: FAILED (exit %d)" % res.returncode)
+    with nc.cleanup_on_signals(), nc.Cluster(nodes=2, ranks_per_node=1, rails="2") as c:
+        if not run_part(c, binary, "PluginNet/Conformance.AcrossNamespaces/*", c.iface(0), 4):
+            return 1
+        before = [rx_bytes(c, 1, c.iface(k)) for k in (0, 1)]
+        if not run_part(c, binary, "PluginNet/VirtualDevice.AcrossNamespaces/*",
+                        "%s,%s" % (c.iface(0), c.iface(1)), 3):
+            return 1
+        after = [rx_bytes(c, 1, c.iface(k)) for k in (0, 1)]
+    want = 3 * 2 * MESSAGE  # three versions, two connections per rail
+    deltas = [a - b for a, b in zip(after, before)]
+    print("receiver's links during the virtual-device part: rail0 %d bytes, rail1 %d bytes (each needs >= %d)" % (
+        deltas[0], deltas[1], want))
+    if min(deltas) < want:
+        print("virtual device across namespaces: FAILED (a rail carried too little)")
         return 1
-    print(out[-1500:])
-    print("plugin conformance across namespaces (v8..v11, receiver in %s, sender in %s): ok" % (
-        c.node_ns(1), c.node_ns(0)))
+    print("plugin across namespaces: conformance v8..v11 on rail0, virtual device rail0+rail1 v9..v11: ok")
     return 0
 
 

@@ -50,18 +50,19 @@ TEST(PluginAbi, ExportsV8) { checkCommon(static_cast<abi::NetV8*>(symbol("ncclNe
 TEST(PluginAbi, ExportsV9) {
   auto* net = static_cast<abi::NetV9*>(symbol("ncclNetPlugin_v9"));
   checkCommon(net);
-  EXPECT_EQ(net->makeVDevice, nullptr);
+  EXPECT_NE(net->makeVDevice, nullptr);
 }
 
 TEST(PluginAbi, ExportsV10) {
   auto* net = static_cast<abi::NetV10*>(symbol("ncclNetPlugin_v10"));
   checkCommon(net);
-  EXPECT_EQ(net->makeVDevice, nullptr);
+  EXPECT_NE(net->makeVDevice, nullptr);
 }
 
 TEST(PluginAbi, ExportsV11) {
   auto* net = static_cast<abi::NetV11*>(symbol("ncclNetPlugin_v11"));
   checkCommon(net);
+  EXPECT_NE(net->makeVDevice, nullptr);
   EXPECT_NE(net->finalize, nullptr);  // NCCL requires it from v11 on
   EXPECT_EQ(net->setNetAttr, nullptr);
 }
