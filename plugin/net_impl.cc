@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "plugin/net_advice.h"
 #include "plugin/net_comm.h"
 #include "plugin/net_data.h"
 #include "plugin/net_devices.h"
@@ -95,6 +96,7 @@ abi::Result init(abi::Logger logger) {
     static std::once_flag once;
     std::call_once(once, chooseLogLevel);
     if (plugin::devices().empty()) throw Error(Code::SystemError, "plugin: no network device");
+    printAdviceIfAsked();
   });
 }
 
