@@ -10,10 +10,14 @@ mkdir -p "$out/bin" "$out/lib"
 bins=(tests/gpu/test_cuda_kernels tests/gpu/test_device_collectives perf/micro/conflux-cuda-bench
       perf/conflux_perf/conflux-perf)
 for b in "${bins[@]}"; do cp "$build/$b" "$out/bin/"; done
+# The net plugin for tests/gpu/nccl-e2e.sh (NCCL loads it from LD_LIBRARY_PATH); its own dependencies
+# are gathered below with the executables'.
+[[ -f $build/plugin/libnccl-net-conflux.so ]] && cp "$build/plugin/libnccl-net-conflux.so" "$out/lib/"
 # The loader's own libraries and the compiler runtime exist on every Linux machine (newer ones are
 # compatible); libcuda comes with the GPU driver.
 system='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda\.)'
-for b in "$out"/bin/*; do
+for b in "$out"/bin/* "$out"/lib/libnccl-net-conflux.so; do
+  [[ -f $b ]] || continue
   ldd "$b" | awk '$3 ~ /^\// {print $1, $3}' | while read -r name path; do
     [[ $name =~ $system ]] || cp -L "$path" "$out/lib/$name"
   done

@@ -10,7 +10,7 @@
 #   tests/gpu/run-on-gpu.sh [--prebuilt DIR] [--out DIR] [--arch SM]
 #     --prebuilt DIR   executables from tests/gpu/bundle.sh (bin/, lib/) instead of building here
 #     --out DIR        where the logs go (default: gpu-results)
-#     --only "A B"     run only these steps: kernels bench timeout timesliced nccl collectives latency busbw
+#     --only "A B"     run only these steps: kernels bench timeout timesliced nccl e2e collectives latency busbw
 # Every step has its own time limit; the summary at the end lists each step's exit code.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -34,7 +34,7 @@ else
   cmake -S "$root" -B "$build" -DCONFLUX_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DCMAKE_BUILD_TYPE=Release \
     >"$out/configure.log" 2>&1 || { tail -20 "$out/configure.log"; exit 1; }
   cmake --build "$build" -j "$(nproc)" --target test_cuda_kernels test_device_collectives conflux-cuda-bench \
-    conflux-perf >"$out/build.log" 2>&1 || { grep -m5 -A8 error "$out/build.log"; exit 1; }
+    conflux-perf nccl-net-conflux >"$out/build.log" 2>&1 || { grep -m5 -A8 error "$out/build.log"; exit 1; }
   mkdir -p "$build/gpu-bin"
   for b in tests/gpu/test_cuda_kernels tests/gpu/test_device_collectives perf/micro/conflux-cuda-bench \
            perf/conflux_perf/conflux-perf; do ln -sf "$build/$b" "$build/gpu-bin/"; done
@@ -85,6 +85,9 @@ if command -v nvidia-cuda-mps-control >/dev/null; then
   nvidia-cuda-mps-control -d && mps=1
 fi
 summary+=("MPS: $([[ $mps == 1 ]] && echo running for the steps below || echo not available)")
+# NCCL through the net plugin vs NCCL's Socket transport, two processes as two nodes; their kernels must run side by side, hence after MPS (tests/gpu/nccl-e2e.sh).
+if [[ -n $prebuilt ]]; then plugin_dir=$(cd "$prebuilt/lib" && pwd); else plugin_dir="$build/plugin"; fi
+wanted e2e && step nccl-e2e 240 "$root/tests/gpu/nccl-e2e.sh" --bin "$bin" --lib "$plugin_dir" --out "$out/nccl-e2e" -b 8 -e 64M -f 8
 wanted collectives && CONFLUX_TIMEOUT_MS=10000 step device-collectives 150 "$bin/test_device_collectives" --gtest_filter='Ranks/*:Algos/*'
 wanted latency && step latency-2ranks 30 "$bin/conflux-perf" allreduce --memory cuda --ranks 2 -b 8 -e 64K -f 2 -n 200 -w 20
 if wanted busbw; then
