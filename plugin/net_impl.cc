@@ -8,6 +8,8 @@
 #include <exception>
 #include <mutex>
 
+#include "algorithms/cost_model.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "plugin/net_advice.h"
@@ -87,6 +89,26 @@ T* as(P* p, const char* what) {
 
 Comm& asComm(void* p) { return *as<Comm>(p, "comm"); }
 
+/// The network latency measured on this cluster and written to CONFLUX_COST_FILE (inter_alpha_us, the
+/// cost model's per-message time between nodes; the tuner reads the same file), or 0, NCCL's "unknown",
+/// when no file gives it. Read once per process.
+float measuredLatencyUs() {
+  static const float value = [] {
+    const std::string file = config::getString(config::Var::COST_FILE);
+    if (file.empty()) return 0.0f;
+    CostParams params;
+    params.inter.alpha = -1;  // tells "not in the file" from a value
+    try {
+      loadCostFile(file, params);
+    } catch (const std::exception& e) {
+      CFX_WARN(kNet, "plugin: %s; device latency reported as unknown (0)", e.what());
+      return 0.0f;
+    }
+    return params.inter.alpha < 0 ? 0.0f : float(params.inter.alpha * 1e6);
+  }();
+  return value;
+}
+
 }  // namespace
 
 abi::Result init(abi::Logger logger) {
@@ -132,7 +154,7 @@ abi::Result getProperties(int dev, abi::PropertiesV11* props) {
     p.forceFlush = 0;
     p.speed = d.speedMbps;
     p.port = 0;
-    p.latency = 0.0f;
+    p.latency = measuredLatencyUs();
     p.maxComms = 1 << 20;
     p.maxRecvs = kMaxRecvs;
     p.netDeviceType = abi::kDeviceHost;
