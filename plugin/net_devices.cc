@@ -210,26 +210,31 @@ int makeVirtualDevice(const int* members, int count) {
   return index;
 }
 
-const Device& describedDevice(int dev) {
-  const int physical = int(devices().size());
-  if (dev >= 0 && dev < physical) return devices()[size_t(dev)];
+namespace {
+
+/// The virtual device `dev` (whose entry never moves: the deque only grows), or throws naming the range.
+/// `dev` must not be physical.
+const VirtualDevice& virtualDevice(int dev, int physical) {
   std::lock_guard<std::mutex> lock(virtualMutex);
   const std::deque<VirtualDevice>& all = virtualDevices();
-  if (dev >= physical && size_t(dev - physical) < all.size()) return all[size_t(dev - physical)].merged;
+  if (dev >= physical && size_t(dev - physical) < all.size()) return all[size_t(dev - physical)];
   throw Error(Code::InvalidArgument, "plugin: device " + std::to_string(dev) + " does not exist (" +
                                          std::to_string(physical) + " physical, " + std::to_string(all.size()) +
                                          " virtual)");
 }
 
+}  // namespace
+
+const Device& describedDevice(int dev) {
+  const int physical = int(devices().size());
+  if (dev >= 0 && dev < physical) return devices()[size_t(dev)];
+  return virtualDevice(dev, physical).merged;
+}
+
 std::vector<int> membersOf(int dev) {
   const int physical = int(devices().size());
   if (dev >= 0 && dev < physical) return {dev};
-  std::lock_guard<std::mutex> lock(virtualMutex);
-  const std::deque<VirtualDevice>& all = virtualDevices();
-  if (dev >= physical && size_t(dev - physical) < all.size()) return all[size_t(dev - physical)].members;
-  throw Error(Code::InvalidArgument, "plugin: device " + std::to_string(dev) + " does not exist (" +
-                                         std::to_string(physical) + " physical, " + std::to_string(all.size()) +
-                                         " virtual)");
+  return virtualDevice(dev, physical).members;
 }
 
 }  // namespace conflux::plugin

@@ -16,8 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "pair_harness.h"
-#include "plugin/net_loader.h"
+#include "net_test_util.h"
 
 namespace conflux::plugintest {
 namespace {
@@ -29,22 +28,10 @@ using conflux::plugin::NetApi;
 constexpr size_t kBufferBytes = (size_t{64} << 20) + 4096;
 const size_t kSizes[] = {0, 1, 7, 63, 64, 65, 4095, 4096, 65537, (size_t{1} << 20) + 3, size_t{64} << 20};
 
-int warnings = 0;
-const char* phase = "setup";  // named in failures
 char phaseBuf[64];
 void sizePhase(size_t size) {
   std::snprintf(phaseBuf, sizeof phaseBuf, "sizes: %zu bytes", size);
   phase = phaseBuf;
-}
-void logger(int level, unsigned long, const char*, int, const char* fmt, ...) {
-  if (level > abi::kLogWarn) return;
-  ++warnings;
-  va_list args;
-  va_start(args, fmt);
-  std::fprintf(stderr, "plugin WARN: ");
-  std::vfprintf(stderr, fmt, args);
-  std::fprintf(stderr, "\n");
-  va_end(args);
 }
 
 uint8_t pattern(size_t i, size_t seed) { return uint8_t((i * 131 + seed * 7) ^ (i >> 9)); }
@@ -56,29 +43,7 @@ void verify(const uint8_t* p, size_t n, size_t seed) {
 }
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kLimit = std::chrono::seconds(30);
-
-/// Repeats `post` until it yields a request (NCCL retries a NULL request).
-template <class F>
-void* postUntil(F&& post) {
-  const auto until = Clock::now() + kLimit;
-  for (;;) {
-    void* req = nullptr;
-    PT_CHECK(post(&req) == 0);
-    if (req != nullptr) return req;
-    PT_CHECK(Clock::now() < until, "no request within 30 s (phase: %s)", phase);
-    std::this_thread::yield();
-  }
-}
-
-void waitDone(NetApi& net, void* req, int* sizes) {
-  const auto until = Clock::now() + kLimit;
-  int done = 0;
-  while (!done) {
-    PT_CHECK(net.test(req, &done, sizes) == 0);
-    PT_CHECK(done || Clock::now() < until, "request not done within 30 s (phase: %s)", phase);
-  }
-}
+constexpr auto kLimit = kPollLimit;
 
 struct Side {
   std::unique_ptr<NetApi> net;
@@ -90,7 +55,7 @@ Side open(int version) {
   Side s;
   s.net = loadNet(CONFLUX_PLUGIN_PATH, version);
   PT_CHECK(std::strcmp(s.net->name, "Conflux") == 0);
-  PT_CHECK(s.net->init(logger) == 0);
+  PT_CHECK(s.net->init(countingLogger) == 0);
   s.baselineFds = openFds();
   int n = 0;
   PT_CHECK(s.net->devices(&n) == 0 && n >= 1, "%d devices", n);

@@ -14,8 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "pair_harness.h"
-#include "plugin/net_loader.h"
+#include "net_test_util.h"
 
 namespace conflux::plugintest {
 namespace {
@@ -25,43 +24,10 @@ using conflux::plugin::loadNet;
 using conflux::plugin::NetApi;
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kLimit = std::chrono::seconds(30);
+constexpr auto kLimit = kPollLimit;
 constexpr size_t kMessageBytes = size_t{4} << 20;
 
-int warnings = 0;
-void logger(int level, unsigned long, const char*, int, const char* fmt, ...) {
-  if (level > abi::kLogWarn) return;
-  ++warnings;
-  va_list args;
-  va_start(args, fmt);
-  std::fprintf(stderr, "plugin WARN: ");
-  std::vfprintf(stderr, fmt, args);
-  std::fprintf(stderr, "\n");
-  va_end(args);
-}
-
 uint8_t pattern(size_t i, size_t seed) { return uint8_t(i * 151 + seed * 17 + (i >> 12)); }
-
-void waitDone(NetApi& net, void* req, int* sizes) {
-  const auto until = Clock::now() + kLimit;
-  int done = 0;
-  while (!done) {
-    PT_CHECK(net.test(req, &done, sizes) == 0);
-    PT_CHECK(done || Clock::now() < until, "request not done within 30 s");
-  }
-}
-
-template <class F>
-void* postUntil(F&& post) {
-  const auto until = Clock::now() + kLimit;
-  for (;;) {
-    void* req = nullptr;
-    PT_CHECK(post(&req) == 0);
-    if (req != nullptr) return req;
-    PT_CHECK(Clock::now() < until, "no request within 30 s");
-    std::this_thread::yield();
-  }
-}
 
 struct Opened {
   std::unique_ptr<NetApi> net;
@@ -75,7 +41,7 @@ struct Opened {
 Opened openVirtual(int version) {
   Opened o;
   o.net = loadNet(CONFLUX_PLUGIN_PATH, version);
-  PT_CHECK(o.net->init(logger) == 0);
+  PT_CHECK(o.net->init(countingLogger) == 0);
   o.baselineFds = openFds();
   PT_CHECK(o.net->devices(&o.physical) == 0 && o.physical >= 1);
   NetApi& net = *o.net;
