@@ -4,16 +4,21 @@
 //
 //   listen   opens (or shares) the context's endpoint on the device, takes a listen id L and writes the
 //            handle: endpoint address, L, and a zeroed slot for the connecting side's state.
-//   connect  first call: picks the rail k (0 on a physical device; on a virtual one the context's next
-//            member in turn), inserts the listener's address, takes a comm id S, posts a receive for
-//            ACCEPT(S) and sends CONNECT(L) = {our address, S, k}; the in-progress comm is remembered in
+//   connect  first call: picks the rail k (0 on a physical device; on a virtual one the next member in
+//            turn for this listener), inserts the listener's address, takes a comm id S, posts a receive
+//            for ACCEPT(S) and sends CONNECT(L) = {our address, S, k, our rail-k address}; the in-progress
+//            comm is remembered in
 //            the handle's state slot (NCCL passes the same handle again). Later calls: progress; once
 //            ACCEPT arrived it carries the receiver's comm id R and data address, and the send comm is
 //            returned.
-//   accept   Idle: posts a receive for CONNECT(L). WaitConnect: once one arrived, opens (or shares) the
-//            endpoint of its own member k of the listened device, takes a comm id R there, and sends
-//            ACCEPT(S) = {R, that endpoint's address}. Replying: once that send finished, the receive
-//            comm is returned and the listen comm is Idle again (one accept per connection).
+//   accept   Idle: posts a receive for CONNECT(L). WaitConnect: once one arrived, takes a comm id R on the
+//            endpoint of its own member k of the listened device (listen opened them all), and sends
+//            ACCEPT(S) = {R, that endpoint's address}. Replying: once that send finished, the sender's
+//            rail-k address goes into that endpoint's address vector, the receive comm is returned and
+//            the listen comm is Idle again (one accept per connection).
+//
+// Locks: an endpoint's mutex is never held while another's is taken (ids are atomic), so comms on
+// virtual devices sharing members in any order cannot deadlock.
 //
 // The handshake always runs between the endpoints of the devices' first members; data then flows between
 // the rail-k endpoints with tag dataTag(R, ncclTag) (see net_endpoint.h). On a physical device the two
@@ -25,8 +30,11 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <mutex>
 #include <vector>
 
@@ -41,14 +49,15 @@ class Context {
   /// The endpoint of this context on `dev`, opened on first use; it lives while any comm uses it.
   std::shared_ptr<Endpoint> endpoint(int dev);
   int maxRequests() const { return maxRequests_; }
-  /// The rail (member index) for the next connection this context makes on virtual device `dev`.
-  int nextRail(int dev, int members);
+  /// The rail (member index) for the next connection this context makes on virtual device `dev` to the
+  /// listener at `peer` (connections to each listener take the members in turn).
+  int nextRail(int dev, const uint8_t* peer, size_t peerBytes, int members);
 
  private:
   int maxRequests_;
   std::mutex mutex_;
   std::vector<std::weak_ptr<Endpoint>> endpoints_;
-  std::vector<int> railCounters_;  ///< by device index
+  std::map<std::string, int> railCounters_;  ///< by device index and listener address
 };
 
 /// The 128-byte listen handle.
@@ -62,12 +71,16 @@ struct ListenHandle {
 };
 static_assert(sizeof(ListenHandle) == abi::kHandleBytes);
 
+/// CONNECT and ACCEPT travel between processes that may run different builds: kHandleMagic names the
+/// layout (bump it with any change) and the sizes below are pinned.
 struct ConnectMessage {
   uint32_t magic;
   uint32_t sendCommId;
   uint32_t rail;  ///< member index of the (virtual) device the data will use
-  uint32_t addressBytes;
+  uint32_t addressBytes;      ///< the send comm's handshake endpoint (the ACCEPT goes there)
   uint8_t address[104];
+  uint32_t dataAddressBytes;  ///< the send comm's data endpoint (rail `rail`)
+  uint8_t dataAddress[104];
 };
 struct AcceptMessage {
   uint32_t magic;
@@ -75,8 +88,10 @@ struct AcceptMessage {
   uint32_t addressBytes;  ///< the receive comm's data endpoint
   uint8_t address[104];
 };
+static_assert(sizeof(ConnectMessage) == 228 && offsetof(ConnectMessage, dataAddressBytes) == 120);
+static_assert(sizeof(AcceptMessage) == 116 && offsetof(AcceptMessage, address) == 12);
 
-inline constexpr uint32_t kHandleMagic = 0x43464e31;  // "CFN1"
+inline constexpr uint32_t kHandleMagic = 0x43464e32;  // "CFN2": virtual-device handshake
 
 /// Requests of one comm.
 class RequestPool {
@@ -131,6 +146,7 @@ struct ListenComm : Comm {
       : Comm(Kind::Listen, std::move(e)), ctx(&c), members(std::move(devs)), maxRequests(requestLimit) {}
   Context* ctx;
   std::vector<int> members;  ///< physical devices of the listened device (one unless virtual)
+  std::vector<std::shared_ptr<Endpoint>> rails;  ///< their endpoints, opened by listen (not under a lock)
   int maxRequests;
   fi_addr_t replyTo = FI_ADDR_NOTAVAIL;  ///< the connecting comm's handshake endpoint
   uint32_t id = 0;  ///< L

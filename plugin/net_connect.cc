@@ -61,10 +61,11 @@ std::shared_ptr<Endpoint> Context::endpoint(int dev) {
   return ep;
 }
 
-int Context::nextRail(int dev, int members) {
+int Context::nextRail(int dev, const uint8_t* peer, size_t peerBytes, int members) {
+  std::string key = std::to_string(dev) + ":";
+  key.append(reinterpret_cast<const char*>(peer), peerBytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (railCounters_.size() <= size_t(dev)) railCounters_.resize(size_t(dev) + 1, 0);
-  return railCounters_[size_t(dev)]++ % members;
+  return railCounters_[key]++ % members;
 }
 
 Request* RequestPool::take() {
@@ -81,7 +82,8 @@ Request* RequestPool::take() {
 
 ListenComm* listen(Context& ctx, int dev, void* handle) {
   std::vector<int> members = membersOf(dev);
-  auto comm = std::make_unique<ListenComm>(ctx, ctx.endpoint(members[0]), std::move(members), ctx.maxRequests());
+  auto comm = std::make_unique<ListenComm>(ctx, ctx.endpoint(members[0]), members, ctx.maxRequests());
+  for (int m : members) comm->rails.push_back(ctx.endpoint(m));  // opened here, not in accept under a lock
   Endpoint& ep = *comm->ep;
   std::lock_guard<std::mutex> lock(ep.mutex);
   const std::vector<uint8_t>& addr = ep.address();
@@ -108,7 +110,7 @@ SendComm* connect(Context& ctx, int dev, void* handle) {
   auto* c = reinterpret_cast<SendComm*>(uintptr_t(h->connectState));
   if (c == nullptr) {
     const std::vector<int> members = membersOf(dev);
-    const int rail = members.size() > 1 ? ctx.nextRail(dev, int(members.size())) : 0;
+    const int rail = members.size() > 1 ? ctx.nextRail(dev, h->address, h->addressBytes, int(members.size())) : 0;
     auto comm = std::make_unique<SendComm>(ctx.endpoint(members[size_t(rail)]), ctx.maxRequests());
     comm->ctl = ctx.endpoint(members[0]);
     std::lock_guard<std::mutex> lock(comm->ctl->mutex);
@@ -119,6 +121,12 @@ SendComm* connect(Context& ctx, int dev, void* handle) {
     comm->hello.magic = kHandleMagic;
     comm->hello.sendCommId = comm->id;
     comm->hello.rail = uint32_t(rail);
+    const std::vector<uint8_t>& data = comm->ep->address();  // fixed once the endpoint is open: no lock
+    if (self.size() > sizeof comm->hello.address || data.size() > sizeof comm->hello.dataAddress) {
+      throw Error(Code::InternalError, "plugin: an endpoint address does not fit the CONNECT message");
+    }
+    comm->hello.dataAddressBytes = uint32_t(data.size());
+    std::memcpy(comm->hello.dataAddress, data.data(), data.size());
     comm->hello.addressBytes = uint32_t(self.size());
     std::memcpy(comm->hello.address, self.data(), self.size());
     prepareRecv(comm->replyReq, &comm->reply, sizeof comm->reply,
@@ -165,7 +173,7 @@ SendComm* connect(Context& ctx, int dev, void* handle) {
 
 RecvComm* accept(ListenComm& l) {
   Endpoint& ep = *l.ep;
-  std::lock_guard<std::mutex> lock(ep.mutex);
+  std::unique_lock<std::mutex> lock(ep.mutex);
   if (l.phase == ListenComm::Phase::Idle) {
     prepareRecv(l.inboxReq, &l.inbox, sizeof l.inbox, controlDesc(l, &l.inbox, sizeof l.inbox),
                 controlTag(l.id, kConnectMsg));
@@ -176,19 +184,15 @@ RecvComm* accept(ListenComm& l) {
   if (l.phase == ListenComm::Phase::WaitConnect) {
     if (!l.inboxReq.finished()) return nullptr;
     checkFinished(l.inboxReq, "CONNECT receive");
-    if (l.inbox.magic != kHandleMagic || l.inbox.addressBytes > sizeof l.inbox.address) {
-      throw Error(Code::RemoteError, "plugin: malformed CONNECT message");
+    if (l.inbox.magic != kHandleMagic || l.inbox.addressBytes > sizeof l.inbox.address ||
+        l.inbox.dataAddressBytes == 0 || l.inbox.dataAddressBytes > sizeof l.inbox.dataAddress) {
+      throw Error(Code::RemoteError, "plugin: malformed CONNECT message (a peer of another Conflux version?)");
     }
-    // The data endpoint: the listened device's member of the sender's rail index.
-    const int member = l.members[size_t(l.inbox.rail) % l.members.size()];
-    std::shared_ptr<Endpoint> data = member == l.members[0] ? l.ep : l.ctx->endpoint(member);
+    // The data endpoint: the listened device's member of the sender's rail index (opened by listen; its
+    // ids are atomic, so no second lock is taken here).
+    std::shared_ptr<Endpoint> data = l.rails[size_t(l.inbox.rail) % l.rails.size()];
     auto comm = std::make_unique<RecvComm>(data, l.maxRequests);
-    if (data == l.ep) {
-      comm->id = ep.nextId();
-    } else {
-      std::lock_guard<std::mutex> dataLock(data->mutex);  // handshake endpoint first, then data: one order
-      comm->id = data->nextId();
-    }
+    comm->id = data->nextId();
     l.replyTo = ep.peer(l.inbox.address, l.inbox.addressBytes);
     l.answer.magic = kHandleMagic;
     l.answer.recvCommId = comm->id;
@@ -216,9 +220,17 @@ RecvComm* accept(ListenComm& l) {
   checkFinished(l.answerReq, "ACCEPT send");
   l.phase = ListenComm::Phase::Idle;
   unpin(l);
-  CFX_INFO(kNet, "plugin: accepted on device %d rail %u (receive comm %u <- send comm %u)",
-           l.accepting->ep->deviceIndex(), l.inbox.rail, l.accepting->id, l.inbox.sendCommId);
-  return l.accepting.release();
+  std::unique_ptr<RecvComm> comm = std::move(l.accepting);
+  const ConnectMessage hello = l.inbox;  // the listen comm may take the next CONNECT once unlocked
+  lock.unlock();  // the data endpoint's lock is taken alone, never under the handshake's
+  {
+    // Providers that answer on their own (rendezvous) want the sender's data endpoint in the address vector.
+    std::lock_guard<std::mutex> dataLock(comm->ep->mutex);
+    comm->ep->peer(hello.dataAddress, hello.dataAddressBytes);
+  }
+  CFX_INFO(kNet, "plugin: accepted on device %d rail %u (receive comm %u <- send comm %u)", comm->ep->deviceIndex(),
+           hello.rail, comm->id, hello.sendCommId);
+  return comm.release();
 }
 
 namespace {

@@ -225,6 +225,11 @@ const VirtualDevice& virtualDevice(int dev, int physical) {
 
 }  // namespace
 
+int virtualDeviceCount() {
+  std::lock_guard<std::mutex> lock(virtualMutex);
+  return int(virtualDevices().size());
+}
+
 const Device& describedDevice(int dev) {
   const int physical = int(devices().size());
   if (dev >= 0 && dev < physical) return devices()[size_t(dev)];

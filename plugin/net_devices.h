@@ -43,6 +43,9 @@ int makeVirtualDevice(const int* members, int count);
 /// Error(InvalidArgument) when `dev` is neither.
 std::vector<int> membersOf(int dev);
 
+/// Virtual devices made so far (NCCL's devices() counts them after the physical ones).
+int virtualDeviceCount();
+
 /// What getProperties reports for `dev`, physical or virtual (a virtual one has no fi_info). Throws
 /// Error(InvalidArgument) when `dev` is neither.
 const Device& describedDevice(int dev);

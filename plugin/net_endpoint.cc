@@ -91,8 +91,11 @@ fi_addr_t Endpoint::peer(const uint8_t* address, size_t len) {
 }
 
 uint32_t Endpoint::nextId() {
-  const uint32_t id = nextId_;
-  nextId_ = nextId_ == kMaxConnectionId ? 1 : nextId_ + 1;
+  uint32_t id = nextId_.load(std::memory_order_relaxed);
+  uint32_t next = 0;
+  do {
+    next = id == kMaxConnectionId ? 1 : id + 1;
+  } while (!nextId_.compare_exchange_weak(id, next, std::memory_order_relaxed));
   return id;
 }
 

@@ -18,6 +18,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -93,7 +94,8 @@ class Endpoint {
   const std::vector<uint8_t>& address() const { return address_; }
   /// The fi_addr of a peer endpoint's address, inserted into the address vector on first use.
   fi_addr_t peer(const uint8_t* address, size_t len);
-  /// A fresh connection id (listen ids and comm ids share one space).
+  /// A fresh connection id (listen ids and comm ids share one space). Needs no lock (atomic), so a comm
+  /// can take an id on one endpoint while holding another's lock.
   uint32_t nextId();
 
   /// fi_tsend (or fi_tinject for small sends, which then finishes at once). Returns 0, -FI_EAGAIN or an error.
@@ -124,7 +126,7 @@ class Endpoint {
   std::unique_ptr<ofi::MrCache> mrCache_;
   std::vector<uint8_t> address_;
   std::map<std::string, fi_addr_t> peers_;
-  uint32_t nextId_ = 1;
+  std::atomic<uint32_t> nextId_{1};
   size_t injectBytes_ = 0;
   bool localMr_ = false;
 };

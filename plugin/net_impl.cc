@@ -137,7 +137,8 @@ void* processContext(int abiVersion) {
 }
 
 abi::Result devices(int* ndev) {
-  return guard("devices", [&] { *as<int>(ndev, "ndev") = int(plugin::devices().size()); });
+  // Virtual devices count too: NCCL reads devices() again after makeVDevice and takes the new ones.
+  return guard("devices", [&] { *as<int>(ndev, "ndev") = int(plugin::devices().size()) + virtualDeviceCount(); });
 }
 
 abi::Result getProperties(int dev, abi::PropertiesV11* props) {

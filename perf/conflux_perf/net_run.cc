@@ -57,7 +57,8 @@ void printHeader(const NetOptions& o, const std::vector<std::unique_ptr<NetTarge
   std::printf("# window %d (capped per target), medians of %d batches, iterations per batch %s\n", o.window,
               o.repeats, o.iters > 0 ? std::to_string(o.iters).c_str() : "by size");
   for (size_t i = 0; i < targets.size(); ++i) {
-    std::printf("# [%zu] %s\n", i, targets[i]->describe().c_str());
+    std::printf("# [%zu] %s; window %d\n", i, targets[i]->describe().c_str(),
+                std::min(o.window, targets[i]->maxInFlight()));
   }
   std::printf("# lat: half round trip; uni: one direction, window then 1-byte ack; bidir: both directions' bytes\n");
   std::printf("# +lat_us and the x columns compare each target with [0]\n#\n");
@@ -72,8 +73,9 @@ void printHeader(const NetOptions& o, const std::vector<std::unique_ptr<NetTarge
 
 void printRow(const NetOptions& o, size_t bytes, const std::string& label, const Row& r, const Row* base) {
   std::printf("  %10zu  %-12s %9.2f", bytes, label.substr(0, 12).c_str(), r.latUs);
-  if (o.uni) std::printf(" %9.3f", r.uniGBs);
-  if (o.bidir) std::printf(" %10.3f", r.bidirGBs);
+  // %g keeps small bandwidths readable (and positive) where three decimals would print 0.000.
+  if (o.uni) std::printf(" %9.4g", r.uniGBs);
+  if (o.bidir) std::printf(" %10.4g", r.bidirGBs);
   if (base == nullptr) {
     std::printf(" %8s", "-");
     if (o.uni) std::printf(" %6s", "-");

@@ -50,30 +50,15 @@ class PluginTarget final : public NetTarget {
     net_ = loadNewest(path, version);
     call(net_->init(logToStderr), "init");
     initialised_ = true;
-    int devices = 0;
-    call(net_->devices(&devices), "devices");
-    if (device < 0 || device >= devices) {
-      throw std::runtime_error(path + ": --device " + std::to_string(device) + " out of range (the plugin has " +
-                               std::to_string(devices) + " devices)");
+    try {
+      open(exchange);
+    } catch (...) {
+      close();  // the destructor does not run for a constructor that throws
+      throw;
     }
-    call(net_->properties(device, &props_), "getProperties");
-    deviceName_ = props_.name != nullptr ? props_.name : "?";
-    connect(exchange);
-    call(net_->regMr(sendComm_, buffers.send, buffers.bytes, abi::kPtrHost, &sendMr_), "regMr (send)");
-    call(net_->regMr(recvComm_, buffers.recv, buffers.bytes, abi::kPtrHost, &recvMr_), "regMr (receive)");
-    sends_.assign(size_t(net_->maxRequests()), nullptr);
-    recvs_.assign(size_t(net_->maxRequests()), nullptr);
   }
 
-  ~PluginTarget() override {
-    // Best effort: a failed run may leave requests in flight, which the plugin's close then reclaims.
-    if (sendMr_ != nullptr) net_->deregMr(sendComm_, sendMr_);
-    if (recvMr_ != nullptr) net_->deregMr(recvComm_, recvMr_);
-    if (sendComm_ != nullptr) net_->closeSend(sendComm_);
-    if (recvComm_ != nullptr) net_->closeRecv(recvComm_);
-    if (listenComm_ != nullptr) net_->closeListen(listenComm_);
-    if (initialised_) net_->finalize();
-  }
+  ~PluginTarget() override { close(); }
 
   std::string label() const override { return net_->name != nullptr ? net_->name : "plugin"; }
 
@@ -113,6 +98,34 @@ class PluginTarget final : public NetTarget {
 
  private:
   static constexpr int kRecvBase = 1 << 16;
+
+  void open(const PeerExchange& exchange) {
+    int devices = 0;
+    call(net_->devices(&devices), "devices");
+    if (device_ < 0 || device_ >= devices) {
+      throw std::runtime_error(path_ + ": --device " + std::to_string(device_) + " out of range (the plugin has " +
+                               std::to_string(devices) + " devices)");
+    }
+    call(net_->properties(device_, &props_), "getProperties");
+    deviceName_ = props_.name != nullptr ? props_.name : "?";
+    connect(exchange);
+    call(net_->regMr(sendComm_, buffers_.send, buffers_.bytes, abi::kPtrHost, &sendMr_), "regMr (send)");
+    call(net_->regMr(recvComm_, buffers_.recv, buffers_.bytes, abi::kPtrHost, &recvMr_), "regMr (receive)");
+    sends_.assign(size_t(net_->maxRequests()), nullptr);
+    recvs_.assign(size_t(net_->maxRequests()), nullptr);
+  }
+
+  // Best effort: a failed run may leave requests in flight, which the plugin's close then reclaims.
+  void close() {
+    if (sendMr_ != nullptr) net_->deregMr(sendComm_, sendMr_);
+    if (recvMr_ != nullptr) net_->deregMr(recvComm_, recvMr_);
+    if (sendComm_ != nullptr) net_->closeSend(sendComm_);
+    if (recvComm_ != nullptr) net_->closeRecv(recvComm_);
+    if (listenComm_ != nullptr) net_->closeListen(listenComm_);
+    if (initialised_) net_->finalize();
+    sendMr_ = recvMr_ = sendComm_ = recvComm_ = listenComm_ = nullptr;
+    initialised_ = false;
+  }
 
   void call(int rc, const char* what) const {
     if (rc != 0) throw std::runtime_error(path_ + ": " + what + " returned ncclResult " + std::to_string(rc));

@@ -42,7 +42,7 @@ run() {
       CONFLUX_SOCKET_IFNAME=lo CONFLUX_OFI_DOMAINS=lo CONFLUX_TIMEOUT_MS=60000 \
       NCCL_HOSTID=e2e-node$rank NCCL_MNNVL_ENABLE=0 NCCL_SOCKET_IFNAME=lo \
       NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
-      timeout 300 "$bin/conflux-perf" allreduce --memory cuda --backend nccl "${sizes[@]}" -n 20 -w 5 \
+      timeout 110 "$bin/conflux-perf" allreduce --memory cuda --backend nccl "${sizes[@]}" -n 20 -w 5 \
       >"$out/$name-rank$rank.log" 2>&1 &
     pids+=($!)
   done
@@ -57,8 +57,8 @@ run conflux NCCL_NET_PLUGIN=conflux NCCL_NET=Conflux; rc_conflux=$?
 if [[ $rc_conflux == 77 ]] || grep -q "skipped: no CUDA device" "$out/conflux-rank0.log"; then
   echo "nccl-e2e: skipped: no CUDA device"; exit 77
 fi
-if grep -q "NCCL library" "$out/conflux-rank0.log" && [[ $rc_conflux != 0 ]]; then
-  grep -m3 "NCCL" "$out/conflux-rank0.log"; echo "nccl-e2e: skipped: no NCCL library"; exit 77
+if [[ $rc_conflux != 0 ]] && grep -q "cannot load NCCL" "$out/conflux-rank0.log"; then
+  grep -m1 "cannot load NCCL" "$out/conflux-rank0.log"; echo "nccl-e2e: skipped: no NCCL library"; exit 77
 fi
 run socket NCCL_NET_PLUGIN=none NCCL_NET=Socket; rc_socket=$?
 

@@ -120,9 +120,11 @@ TEST(PluginProperties, LatencyFromTheCostFileElseUnknown) {
   EXPECT_EQ(WEXITSTATUS(measured.status), 125) << "latency in 0.1 us from inter_alpha_us=12.5\n" << measured.stderrText;
   std::ofstream(path) << "inter_gbytes_per_s=45\n";  // no latency in the file
   const ChildResult absent = latencyInChild(path);
+  ASSERT_TRUE(WIFEXITED(absent.status)) << absent.stderrText;  // a signal must not read as latency 0
   EXPECT_EQ(WEXITSTATUS(absent.status), 0) << absent.stderrText;
   ::unlink(path);
   const ChildResult none = latencyInChild(nullptr);
+  ASSERT_TRUE(WIFEXITED(none.status)) << none.stderrText;
   EXPECT_EQ(WEXITSTATUS(none.status), 0) << none.stderrText;
 }
 

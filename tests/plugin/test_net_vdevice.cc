@@ -1,6 +1,6 @@
 // Virtual devices (makeVDevice, ABI v9..v11) of libnccl-net-conflux.so, through its exports only:
 // refusals (no members, more than 4, a device that does not exist, one listed twice), the same list giving
-// the same index, properties of the group (members, summed speed, joined names), and 2 x members
+// the same index, devices() counting it, properties of the group (members, summed speed, joined names), and 2 x members
 // connections on the virtual device, each carrying a checked 4 MiB message, with a receiver and a sender
 // process. Connection c runs on member c % members on both sides; between namespaces with two rails
 // (tests/netns/test_plugin_netns.py) the script then checks that bytes crossed both links.
@@ -64,6 +64,10 @@ Opened openVirtual(int version) {
   PT_CHECK(o.vdev == o.physical, "the first virtual device is %d, after %d physical", o.vdev, o.physical);
   int again = -1;
   PT_CHECK(net.makeVDevice(&again, &group) == 0 && again == o.vdev, "the same members give the same device");
+  int count = 0;
+  PT_CHECK(net.devices(&count) == 0 && count == o.physical + 1,
+           "devices() is %d after one makeVDevice on %d physical devices (NCCL takes the new ones from it)", count,
+           o.physical);
 
   abi::PropertiesV11 p{};
   PT_CHECK(net.properties(o.vdev, &p) == 0);
@@ -181,8 +185,10 @@ void sender(int version, Channel& ch) {
 
 class VirtualDevice : public ::testing::TestWithParam<int> {};
 
+// Two devices on loopback (CONFLUX_OFI_DOMAINS=lo,lo: each device its own endpoint and address), so
+// connections run on rail 1 as well as rail 0.
 TEST_P(VirtualDevice, Loopback) {
-  ::setenv("CONFLUX_OFI_DOMAINS", "lo", 1);
+  ::setenv("CONFLUX_OFI_DOMAINS", "lo,lo", 1);
   const int version = GetParam();
   EXPECT_EQ(runPair([&](Channel& ch) { receiver(version, ch); }, [&](Channel& ch) { sender(version, ch); }), "");
 }
