@@ -4,7 +4,6 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "plugin/net_devices.h"
 
 namespace conflux::plugin {
 namespace {
@@ -29,7 +28,7 @@ void postRest(RecvComm& comm) {
 }
 
 void checkSize(const Endpoint& ep, size_t size) {
-  const size_t limit = device(ep.deviceIndex()).maxMessageBytes;
+  const size_t limit = ep.maxMessageBytes();
   if (size > limit) {
     throw Error(Code::InvalidArgument, "plugin: message of " + std::to_string(size) +
                                            " bytes exceeds the device's maximum of " + std::to_string(limit));

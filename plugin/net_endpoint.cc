@@ -28,7 +28,8 @@ void Request::reset(Kind k, int count) {
   }
 }
 
-Endpoint::Endpoint(const Device& device, int deviceIndex) : deviceIndex_(deviceIndex), info_(fi_dupinfo(device.info.get())) {
+Endpoint::Endpoint(const Device& device, int deviceIndex)
+    : deviceIndex_(deviceIndex), maxMessageBytes_(device.maxMessageBytes), info_(fi_dupinfo(device.info.get())) {
   if (!info_) throw Error(Code::SystemError, "plugin: fi_dupinfo failed");
   fid_fabric* fabric = nullptr;
   ofi::checkFi(fi_fabric(info_->fabric_attr, &fabric, nullptr), "fi_fabric");

@@ -91,6 +91,8 @@ class Endpoint {
   std::mutex mutex;
 
   int deviceIndex() const { return deviceIndex_; }
+  /// The device's largest message (properties maxP2pBytes).
+  size_t maxMessageBytes() const { return maxMessageBytes_; }
   const std::vector<uint8_t>& address() const { return address_; }
   /// The fi_addr of a peer endpoint's address, inserted into the address vector on first use.
   fi_addr_t peer(const uint8_t* address, size_t len);
@@ -117,6 +119,7 @@ class Endpoint {
   void onError();
 
   int deviceIndex_;
+  size_t maxMessageBytes_;
   ofi::InfoPtr info_;
   ofi::Fid<fid_fabric> fabric_;
   ofi::Fid<fid_domain> domain_;

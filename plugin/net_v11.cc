@@ -1,6 +1,6 @@
 // ncclNetPlugin_v11 (NCCL 2.28-2.29): contexts per NCCL communicator (init/finalize), listen and connect
 // take the context; properties carry maxMultiRequestSize.
-#include "plugin/net_impl.h"
+#include "plugin/net_adapters.h"
 
 namespace conflux::plugin {
 namespace {
@@ -9,15 +9,6 @@ abi::Result init(void** ctx, uint64_t /*commId*/, abi::CommConfig* /*config*/, a
                  abi::ProfilerCallback /*profiler*/) {
   const abi::Result rc = impl::init(logger);
   return rc != abi::kSuccess ? rc : impl::createContext(abi::kMaxRequests, ctx);
-}
-
-abi::Result isend(void* comm, void* data, size_t size, int tag, void* mhandle, void* /*phandle*/, void** request) {
-  return impl::isend(comm, data, size, tag, mhandle, request);
-}
-
-abi::Result irecv(void* comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** /*phandles*/,
-                  void** request) {
-  return impl::irecv(comm, n, data, sizes, tags, mhandles, request);
 }
 
 }  // namespace
@@ -38,8 +29,8 @@ abi::NetV11 ncclNetPlugin_v11 = {
     .regMr = impl::regMr,
     .regMrDmaBuf = impl::regMrDmaBuf,
     .deregMr = impl::deregMr,
-    .isend = isend,
-    .irecv = irecv,
+    .isend = adapt::isendWithProfiler,
+    .irecv = adapt::irecvWithProfiler,
     .iflush = impl::iflush,
     .test = impl::test,
     .closeSend = impl::closeSend,

@@ -1,11 +1,9 @@
 // ncclNetPlugin_v8 (NCCL 2.20-2.23): int message sizes, the short properties layout, 8 requests per comm,
 // no virtual devices.
-#include "plugin/net_impl.h"
+#include "plugin/net_adapters.h"
 
 namespace conflux::plugin {
 namespace {
-
-void* context() { return impl::processContext(8); }
 
 abi::Result getProperties(int dev, abi::PropertiesV8* props) {
   abi::PropertiesV11 p;
@@ -24,12 +22,6 @@ abi::Result getProperties(int dev, abi::PropertiesV8* props) {
   props->netDeviceType = p.netDeviceType;
   props->netDeviceVersion = p.netDeviceVersion;
   return rc;
-}
-
-abi::Result listen(int dev, void* handle, void** comm) { return impl::listen(context(), dev, handle, comm); }
-
-abi::Result connect(int dev, void* handle, void** comm, abi::DeviceHandle** devComm) {
-  return impl::connect(context(), dev, handle, comm, devComm);
 }
 
 abi::Result isend(void* comm, void* data, int size, int tag, void* mhandle, void** request) {
@@ -59,8 +51,8 @@ abi::NetV8 ncclNetPlugin_v8 = {
     .init = impl::init,
     .devices = impl::devices,
     .getProperties = getProperties,
-    .listen = listen,
-    .connect = connect,
+    .listen = adapt::listen<8>,
+    .connect = adapt::connect<8>,
     .accept = impl::accept,
     .regMr = impl::regMr,
     .regMrDmaBuf = impl::regMrDmaBuf,

@@ -1,26 +1,10 @@
 // ncclNetPlugin_v9 (NCCL 2.24-2.25): init with the logger only; no traffic class, no profiler handles.
-#include <cstring>
-
-#include "plugin/net_impl.h"
+#include "plugin/net_adapters.h"
 
 namespace conflux::plugin {
 namespace {
 
-void* context() { return impl::processContext(9); }
-
-abi::Result getProperties(int dev, abi::PropertiesV9* props) {
-  abi::PropertiesV11 p;
-  const abi::Result rc = impl::getProperties(dev, &p);
-  if (rc == abi::kSuccess && props != nullptr) std::memcpy(props, &p, sizeof *props);  // v9 is v11's prefix
-  return rc;
-}
-
-abi::Result listen(int dev, void* handle, void** comm) { return impl::listen(context(), dev, handle, comm); }
-
-abi::Result connect(int dev, void* handle, void** comm, abi::DeviceHandle** devComm) {
-  return impl::connect(context(), dev, handle, comm, devComm);
-}
-
+// v9's irecv passes its arrays without const.
 abi::Result irecv(void* comm, int n, void** data, size_t* sizes, int* tags, void** mhandles, void** request) {
   return impl::irecv(comm, n, data, sizes, tags, mhandles, request);
 }
@@ -36,9 +20,9 @@ abi::NetV9 ncclNetPlugin_v9 = {
     .name = impl::kName,
     .init = impl::init,
     .devices = impl::devices,
-    .getProperties = getProperties,
-    .listen = listen,
-    .connect = connect,
+    .getProperties = adapt::getPropertiesV9,
+    .listen = adapt::listen<9>,
+    .connect = adapt::connect<9>,
     .accept = impl::accept,
     .regMr = impl::regMr,
     .regMrDmaBuf = impl::regMrDmaBuf,

@@ -51,12 +51,6 @@ std::string shellJoin(int argc, char** argv) {
   return out;
 }
 
-void check(cfxResult_t r, const char* what) {
-  if (r != cfxSuccess) {
-    throw std::runtime_error(std::string(what) + " failed: " + cfxGetErrorString(r) + ": " + cfxGetLastError(nullptr));
-  }
-}
-
 void pinIfAsked(const Options& opts, int localRank) {
   if (!opts.pin) return;
   const int core = localRank % onlineCores();
@@ -160,7 +154,7 @@ int runUnderMpi(const Options& opts, int argc, char** argv, const std::string& c
     RankSetup setup;
     if (!opts.compare.empty()) {
       cfxComm_t comm = nullptr;
-      check(confluxCommFromMpi(&comm), "cfxCommInitFromMpi");
+      checkResult(confluxCommFromMpi(&comm), "cfxCommInitFromMpi");
       setup.backends.push_back(makeConfluxBackend(comm));
     }
     setup.backends.push_back(makeMpiBackend());
@@ -190,14 +184,14 @@ int runFromEnvironment(const Options& opts, const std::string& commandLine) {
   }
   cfxComm_t comm = nullptr;
   if (launcher) {
-    check(cfxCommInitFromEnv(&comm), "cfxCommInitFromEnv");
+    checkResult(cfxCommInitFromEnv(&comm), "cfxCommInitFromEnv");
   } else {
     cfxUniqueId id;
-    check(cfxGetUniqueId(&id), "cfxGetUniqueId");
-    check(cfxCommInitRank(&comm, 1, id, 0), "cfxCommInitRank");
+    checkResult(cfxGetUniqueId(&id), "cfxGetUniqueId");
+    checkResult(cfxCommInitRank(&comm, 1, id, 0), "cfxCommInitRank");
   }
   int rank = 0;
-  check(cfxCommUserRank(comm, &rank), "cfxCommUserRank");
+  checkResult(cfxCommUserRank(comm, &rank), "cfxCommUserRank");
   int localRank = 0, localSize = 1;
   if (cfxCommLocalRank(comm, &localRank, &localSize) != cfxSuccess) localRank = local >= 0 ? local : rank;
   if (gpus > 0 && launcher && local < 0) selectDevice(localRank % gpus);  // the launcher did not say
@@ -215,6 +209,12 @@ int runFromEnvironment(const Options& opts, const std::string& commandLine) {
 }
 
 }  // namespace
+
+void checkResult(cfxResult_t r, const char* what) {
+  if (r != cfxSuccess) {
+    throw std::runtime_error(std::string(what) + " failed: " + cfxGetErrorString(r) + ": " + cfxGetLastError(nullptr));
+  }
+}
 
 int forkRanks(int ranks, const RankBody& body) {
   struct Shared {
@@ -240,13 +240,13 @@ int forkRanks(int ranks, const RankBody& body) {
         if (r == 0) {
           cfxResult_t res = cfxGetUniqueId(&shared->id);
           shared->state.store(res == cfxSuccess ? 1 : -1);
-          check(res, "cfxGetUniqueId");
+          checkResult(res, "cfxGetUniqueId");
         } else {
           while (shared->state.load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
           if (shared->state.load() < 0) throw std::runtime_error("rank 0 could not create the unique id");
         }
         cfxComm_t comm = nullptr;
-        check(cfxCommInitRank(&comm, ranks, shared->id, r), "cfxCommInitRank");
+        checkResult(cfxCommInitRank(&comm, ranks, shared->id, r), "cfxCommInitRank");
         return comm;
       };
       code = body(r, makeComm);

@@ -15,6 +15,9 @@
 
 namespace cfxperf {
 
+/// Throws std::runtime_error "<what> failed: <result>: <last error>" unless r is cfxSuccess.
+void checkResult(cfxResult_t r, const char* what);
+
 /// What one forked rank runs: `makeComm()` creates the communicator of all the forked ranks (rank 0
 /// makes the unique id and shares it through a page mapped before the fork). Returns the exit status.
 using RankBody = std::function<int(int rank, const std::function<cfxComm_t()>& makeComm)>;

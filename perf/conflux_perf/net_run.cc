@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "conflux/conflux.h"
+#include "buffer.h"
 #include "launch.h"
 #include "net_bench.h"
 #include "net_options.h"
@@ -21,29 +22,11 @@
 namespace cfxperf {
 namespace {
 
-void check(cfxResult_t r, const char* what) {
-  if (r != cfxSuccess) {
-    throw std::runtime_error(std::string(what) + " failed: " + cfxGetErrorString(r) + ": " + cfxGetLastError(nullptr));
-  }
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
-
-struct AlignedBuffer {
-  explicit AlignedBuffer(size_t bytes) {
-    if (posix_memalign(&ptr, 4096, std::max<size_t>(bytes, 4096)) != 0) throw std::runtime_error("out of memory");
-    std::memset(ptr, 0, bytes);
-  }
-  ~AlignedBuffer() { std::free(ptr); }
-  AlignedBuffer(const AlignedBuffer&) = delete;
-  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  uint8_t* data() const { return static_cast<uint8_t*>(ptr); }
-  void* ptr = nullptr;
-};
 
 struct Row {
   double latUs = 0, uniGBs = 0, bidirGBs = 0;
@@ -91,24 +74,25 @@ void printRow(const NetOptions& o, size_t bytes, const std::string& label, const
 // One rank's whole run over `comm` (two ranks). Returns the exit status.
 int runRank(const NetOptions& o, cfxComm_t comm, const std::string& launch) {
   int rank = 0, nranks = 0;
-  check(cfxCommUserRank(comm, &rank), "cfxCommUserRank");
-  check(cfxCommCount(comm, &nranks), "cfxCommCount");
+  checkResult(cfxCommUserRank(comm, &rank), "cfxCommUserRank");
+  checkResult(cfxCommCount(comm, &nranks), "cfxCommCount");
   if (nranks != 2) throw std::runtime_error("conflux-perf net runs between exactly 2 ranks, not " + std::to_string(nranks));
   Barrier barrier = [comm] {
     int one = 1, sum = 0;
-    check(cfxAllReduce(&one, &sum, 1, cfxInt32, cfxSum, comm, nullptr), "barrier");
+    checkResult(cfxAllReduce(&one, &sum, 1, cfxInt32, cfxSum, comm, nullptr), "barrier");
   };
   PeerExchange exchange = [comm, rank](const std::vector<uint8_t>& mine) {
     uint64_t sizes[2] = {}, size = mine.size();
-    check(cfxAllGather(&size, sizes, 1, cfxUint64, comm, nullptr), "exchange of sizes");
+    checkResult(cfxAllGather(&size, sizes, 1, cfxUint64, comm, nullptr), "exchange of sizes");
     if (sizes[0] != sizes[1]) throw std::runtime_error("the ranks' exchange blobs differ in size (different builds?)");
     std::vector<uint8_t> all(2 * mine.size());
-    check(cfxAllGather(mine.data(), all.data(), mine.size(), cfxUint8, comm, nullptr), "exchange");
+    checkResult(cfxAllGather(mine.data(), all.data(), mine.size(), cfxUint8, comm, nullptr), "exchange");
     const size_t peer = size_t(1 - rank) * mine.size();
     return std::vector<uint8_t>(all.begin() + long(peer), all.begin() + long(peer + mine.size()));
   };
-  AlignedBuffer send(o.maxBytes), recv(o.maxBytes);
-  const NetBuffers buffers{send.data(), recv.data(), std::max<size_t>(o.maxBytes, 1)};
+  Buffer send(o.maxBytes), recv(o.maxBytes);
+  const NetBuffers buffers{reinterpret_cast<uint8_t*>(send.get()), reinterpret_cast<uint8_t*>(recv.get()),
+                           std::max<size_t>(o.maxBytes, 1)};
   std::vector<std::unique_ptr<NetTarget>> targets;
   for (const NetTargetSpec& spec : o.targets) {
     targets.push_back(spec.raw ? makeRawTarget(rank, buffers, exchange)
@@ -129,7 +113,7 @@ int runRank(const NetOptions& o, cfxComm_t comm, const std::string& launch) {
       l.barrier = barrier;
       size_t wrong = checkExchange(*targets[t], l, int(t));
       uint64_t mine = wrong, both[2] = {};
-      check(cfxAllGather(&mine, both, 1, cfxUint64, comm, nullptr), "gathering the check");
+      checkResult(cfxAllGather(&mine, both, 1, cfxUint64, comm, nullptr), "gathering the check");
       rows[t].wrong = size_t(both[0] + both[1]);
       wrongTotal += rows[t].wrong;
     }
@@ -163,7 +147,7 @@ int runRank(const NetOptions& o, cfxComm_t comm, const std::string& launch) {
   }
   barrier();
   targets.clear();  // close every target before the communicator goes
-  check(cfxCommDestroy(comm), "cfxCommDestroy");
+  checkResult(cfxCommDestroy(comm), "cfxCommDestroy");
   if (rank == 0) {
     std::printf("# %s\n", wrongTotal == 0 ? "every checked byte was right" : (std::to_string(wrongTotal) + " bytes wrong").c_str());
   }
@@ -220,7 +204,7 @@ int runNet(int argc, char** argv) {
     }
     return guarded(o, [] {
       cfxComm_t comm = nullptr;
-      check(cfxCommInitFromEnv(&comm), "cfxCommInitFromEnv");
+      checkResult(cfxCommInitFromEnv(&comm), "cfxCommInitFromEnv");
       return comm;
     }, "launcher environment");
   } catch (const std::exception& e) {

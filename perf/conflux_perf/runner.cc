@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "buffer.h"
 #include "check.h"
 #include "device_memory.h"
 #include "json.h"
@@ -30,45 +31,6 @@ struct DeviceRecord {  // exchanged between ranks as bytes
   char cores[128];
   char gpuName[96];
   char busId[32];
-};
-
-/// One benchmark buffer: page-aligned heap memory, cfxMemAlloc memory registered with every backend
-/// (-R 1, as nccl-tests' -R allocates with ncclMemAlloc and registers), or CUDA device memory.
-class Buffer {
- public:
-  Buffer(size_t bytes, bool shared, Memory memory, const std::vector<std::unique_ptr<Backend>>& backends)
-      : backends_(backends) {
-    bytes = bytes == 0 ? 1 : bytes;
-    if (memory == Memory::Cuda) {
-      device_ = std::make_unique<DeviceMemory>(bytes);  // zeroed
-      p_ = device_->get();
-      return;
-    }
-    if (shared) {
-      if (cfxMemAlloc(&p_, bytes) != cfxSuccess) throw std::runtime_error(std::string("cfxMemAlloc: ") + cfxGetLastError(nullptr));
-      shared_ = true;
-      for (const auto& b : backends_) handles_.push_back(b->registerBuffer(p_, bytes));
-    } else if (posix_memalign(&p_, 4096, bytes) != 0) {
-      throw std::runtime_error("out of memory");
-    }
-    std::memset(p_, 0, bytes);  // fault the pages in before timing
-  }
-  ~Buffer() {
-    for (size_t i = 0; i < handles_.size(); ++i) backends_[i]->deregisterBuffer(handles_[i]);
-    if (device_) return;
-    if (shared_) cfxMemFree(p_);
-    else std::free(p_);
-  }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  char* get() const { return static_cast<char*>(p_); }
-
- private:
-  const std::vector<std::unique_ptr<Backend>>& backends_;
-  void* p_ = nullptr;
-  bool shared_ = false;
-  std::unique_ptr<DeviceMemory> device_;
-  std::vector<void*> handles_;
 };
 
 // The stream of a --memory cuda run; none for host memory.
