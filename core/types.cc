@@ -25,6 +25,10 @@ std::string_view redOpName(RedOp op) {
     case RedOp::Max: return "max";
     case RedOp::Min: return "min";
     case RedOp::Avg: return "avg";
+    case RedOp::Band: return "band";
+    case RedOp::Bor: return "bor";
+    case RedOp::Bxor: return "bxor";
+    case RedOp::PreMulSum: return "premulsum";
   }
   return "unknown";
 }

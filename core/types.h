@@ -14,9 +14,14 @@ enum class DataType : int {
 };
 inline constexpr int kNumDataTypes = 10;
 
-/// Reduction operation; values equal cfxRedOp_t.
-enum class RedOp : int { Sum = 0, Prod = 1, Max = 2, Min = 3, Avg = 4 };
-inline constexpr int kNumRedOps = 5;
+/// Reduction operation; values 0..7 equal the built-in cfxRedOp_t values. PreMulSum is internal: the C API
+/// hands out per-communicator handles for it (cfxRedOpCreatePreMulSum) and passes the scalar beside the op.
+enum class RedOp : int {
+  Sum = 0, Prod = 1, Max = 2, Min = 3, Avg = 4, Band = 5, Bor = 6, Bxor = 7,
+  PreMulSum = 8,  ///< sum over ranks of (rank's scalar x rank's input)
+};
+/// Built-in ops a caller names directly (cfxNumOps).
+inline constexpr int kNumRedOps = 8;
 
 /// Where a buffer lives. Every buffer the data path touches carries one.
 enum class MemSpace : uint8_t { Host = 0, Cuda = 1 };
@@ -38,10 +43,20 @@ constexpr size_t dataTypeSize(DataType t) {
 }
 
 constexpr bool isValidDataType(int t) { return t >= 0 && t < kNumDataTypes; }
+/// A built-in op value as the C API accepts it (0..kNumRedOps-1).
 constexpr bool isValidRedOp(int op) { return op >= 0 && op < kNumRedOps; }
+/// Any op a kernel accepts: the built-in ones and PreMulSum.
+constexpr bool isKernelRedOp(int op) { return op >= 0 && op <= static_cast<int>(RedOp::PreMulSum); }
+
+constexpr bool isBitwise(RedOp op) { return op == RedOp::Band || op == RedOp::Bor || op == RedOp::Bxor; }
+constexpr bool isFloatType(DataType t) {
+  return t == DataType::Float16 || t == DataType::Float32 || t == DataType::Float64 || t == DataType::Bfloat16;
+}
+/// Whether `op` is defined on `type`: the bitwise ops only on integer types.
+constexpr bool opAppliesTo(RedOp op, DataType type) { return !isBitwise(op) || !isFloatType(type); }
 
 std::string_view dataTypeName(DataType t);   ///< "float32", "bfloat16", ...
-std::string_view redOpName(RedOp op);        ///< "sum", "prod", "max", "min", "avg"
+std::string_view redOpName(RedOp op);        ///< "sum", "prod", "max", "min", "avg", "band", "bor", "bxor", "premulsum"
 std::string_view collectiveName(Collective c);  ///< "allreduce", ...
 
 }  // namespace conflux

@@ -10,6 +10,9 @@
 //     result is a quiet NaN (the NaN propagates; which payload survives when both are NaN is
 //     unspecified); -0.0 < +0.0, so max(-0, +0) = +0 and min(-0, +0) = -0.
 //   - Avg reduces as Sum; the caller divides once at the end (divideInPlace).
+//   - Band / Bor / Bxor: bitwise and, or, xor, on integer types only (callers refuse floating types).
+//   - PreMulSum reduces as Sum: each rank's own input is multiplied by its scalar where it is first read
+//     (scaleValue), so partial results are plain sums of scaled inputs.
 #pragma once
 
 #include <cstdint>
@@ -57,12 +60,19 @@ struct Accumulator<Bfloat16> {
   CFX_HOST_DEVICE CFX_INLINE static Bfloat16 narrow(float v) { return Bfloat16::fromFloat(v); }
 };
 
-/// op(a, b) on an accumulator value (an integer type, float or double). Avg behaves as Sum.
+/// op(a, b) on an accumulator value (an integer type, float or double). Avg and PreMulSum behave as Sum;
+/// the bitwise ops exist for integers only.
 template <RedOp kOp, class A>
 CFX_HOST_DEVICE CFX_INLINE A applyOp(A a, A b) {
   if constexpr (std::is_integral_v<A>) {
     using U = std::make_unsigned_t<A>;
-    if constexpr (kOp == RedOp::Sum || kOp == RedOp::Avg) {
+    if constexpr (kOp == RedOp::Band) {
+      return static_cast<A>(a & b);
+    } else if constexpr (kOp == RedOp::Bor) {
+      return static_cast<A>(a | b);
+    } else if constexpr (kOp == RedOp::Bxor) {
+      return static_cast<A>(a ^ b);
+    } else if constexpr (kOp == RedOp::Sum || kOp == RedOp::Avg || kOp == RedOp::PreMulSum) {
       return static_cast<A>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
     } else if constexpr (kOp == RedOp::Prod) {
       // Promote 8-bit values to unsigned int so the product cannot overflow a signed int.
@@ -74,7 +84,9 @@ CFX_HOST_DEVICE CFX_INLINE A applyOp(A a, A b) {
       return a < b ? a : b;
     }
   } else {
-    if constexpr (kOp == RedOp::Sum || kOp == RedOp::Avg) {
+    static_assert(kOp != RedOp::Band && kOp != RedOp::Bor && kOp != RedOp::Bxor,
+                  "bitwise reductions are defined for integer types only");
+    if constexpr (kOp == RedOp::Sum || kOp == RedOp::Avg || kOp == RedOp::PreMulSum) {
       return a + b;
     } else if constexpr (kOp == RedOp::Prod) {
       return a * b;
@@ -84,6 +96,19 @@ CFX_HOST_DEVICE CFX_INLINE A applyOp(A a, A b) {
       return ieeeMinimum(a, b);
     }
   }
+}
+
+/// s * x on accumulator values: the pre-multiplication of PreMulSum. Integers wrap (as Prod does); floats
+/// take one IEEE multiplication in the accumulator type, never contracted with a following add.
+template <class A>
+CFX_HOST_DEVICE CFX_INLINE A scaleValue(A x, A s) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<A, float>) return __fmul_rn(x, s);
+  else if constexpr (std::is_same_v<A, double>) return __dmul_rn(x, s);
+  else return applyOp<RedOp::Prod>(x, s);
+#else
+  return applyOp<RedOp::Prod>(x, s);
+#endif
 }
 
 /// The storage type of a DataType (Float16/Bfloat16 for the 16-bit floats).

@@ -35,4 +35,7 @@ bool forceIsa(std::string_view name);
 /// The kernel of a given path, whatever the active one is; nullptr when `isa` is unsupported.
 ReduceFn reduceFunction(Isa isa, DataType type, RedOp op);
 
+/// The PreMulSum kernel of a given path; nullptr when `isa` is unsupported.
+PremulFn premulSumFunction(Isa isa, DataType type);
+
 }  // namespace conflux::cpu

@@ -9,8 +9,22 @@
 
 namespace conflux::cpu::detail {
 
-/// Number of distinct reduction kernels per type: Sum, Prod, Max, Min (Avg uses Sum).
-inline constexpr int kNumKernelOps = 4;
+/// Number of distinct reduction kernels per type: Sum, Prod, Max, Min, Band, Bor, Bxor (Avg and
+/// PreMulSum use Sum; the bitwise ones exist for integer types only).
+inline constexpr int kNumKernelOps = 7;
+
+/// The table column of an op.
+constexpr int kernelOpIndex(RedOp op) {
+  switch (op) {
+    case RedOp::Prod: return 1;
+    case RedOp::Max: return 2;
+    case RedOp::Min: return 3;
+    case RedOp::Band: return 4;
+    case RedOp::Bor: return 5;
+    case RedOp::Bxor: return 6;
+    default: return 0;  // Sum, Avg, PreMulSum
+  }
+}
 
 /// Results and copies of at least this many bytes use non-temporal stores: they would evict useful
 /// cache lines and save the read-for-ownership of the destination.
@@ -19,9 +33,10 @@ inline constexpr size_t kStreamThresholdBytes = size_t{1} << 20;
 /// Copies with non-temporal stores; buffers must not overlap. Ends with a store fence.
 using StreamCopyFn = void (*)(void* dst, const void* src, size_t bytes);
 
-/// One ISA path: a kernel for every (type, op) and a streaming copy.
+/// One ISA path: a kernel for every (type, op), the PreMulSum kernel of every type and a streaming copy.
 struct KernelTable {
   ReduceFn reduce[kNumDataTypes][kNumKernelOps] = {};
+  PremulFn premul[kNumDataTypes] = {};
   StreamCopyFn streamCopy = nullptr;
 };
 

@@ -130,8 +130,6 @@ const detail::KernelTable& activeTable() {
   return registry().tables[activeSlot().load(std::memory_order_relaxed)];
 }
 
-int opIndex(RedOp op) { return op == RedOp::Avg ? static_cast<int>(RedOp::Sum) : static_cast<int>(op); }
-
 }  // namespace
 
 const char* isaName(Isa isa) {
@@ -163,12 +161,19 @@ bool forceIsa(std::string_view name) {
 }
 
 ReduceFn reduceFunction(Isa isa, DataType type, RedOp op) {
-  if (!isaSupported(isa) || !isValidDataType(static_cast<int>(type)) || !isValidRedOp(static_cast<int>(op)))
+  if (!isaSupported(isa) || !isValidDataType(static_cast<int>(type)) || !isKernelRedOp(static_cast<int>(op)))
     return nullptr;
-  return registry().tables[static_cast<int>(isa)].reduce[static_cast<int>(type)][opIndex(op)];
+  return registry().tables[static_cast<int>(isa)].reduce[static_cast<int>(type)][detail::kernelOpIndex(op)];
 }
 
 ReduceFn reduceFunction(DataType type, RedOp op) { return reduceFunction(activeIsa(), type, op); }
+
+PremulFn premulSumFunction(Isa isa, DataType type) {
+  if (!isaSupported(isa) || !isValidDataType(static_cast<int>(type))) return nullptr;
+  return registry().tables[static_cast<int>(isa)].premul[static_cast<int>(type)];
+}
+
+PremulFn premulSumFunction(DataType type) { return premulSumFunction(activeIsa(), type); }
 
 void copy(void* dst, const void* src, size_t bytes) {
   if (bytes < detail::kStreamThresholdBytes) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/types.h"
 
@@ -17,8 +18,21 @@ namespace conflux::cpu {
 /// Out-of-place results of >= 1 MiB are written with non-temporal stores (not left in cache).
 using ReduceFn = void (*)(void* dst, const void* const* srcs, int nsrc, size_t count);
 
-/// The kernel for (type, op); never null for valid enums.
+/// The kernel for (type, op); never null for valid enums where opAppliesTo(op, type) (null for a bitwise op
+/// on a floating type). Avg and PreMulSum get the Sum kernel.
 ReduceFn reduceFunction(DataType type, RedOp op);
+
+/// The PreMulSum kernel: dst[i] = sum over k of x_k[i], where x_k = srcs[k], multiplied by *scalar first
+/// for each k whose bit is set in `scaledMask` (bit k; sources past 63 are never scaled). *scalar is one
+/// value of the element type (any alignment). nsrc >= 1; nsrc == 1 with mask 1 is a scaled copy. Integers
+/// wrap; floats multiply and add in the accumulator type (float32 for the 16-bit floats, rounded once at
+/// the end). dst may alias any source exactly. This is how a rank's own input enters a PreMulSum: scaled
+/// where it is first read, so the multiplication costs no pass of its own.
+using PremulFn = void (*)(void* dst, const void* const* srcs, int nsrc, size_t count, uint64_t scaledMask,
+                          const void* scalar);
+
+/// The PreMulSum kernel of `type`; never null for a valid type.
+PremulFn premulSumFunction(DataType type);
 
 /// data[i] = data[i] / divisor (integers: truncating division of the stored value; halves via float32).
 /// divisor >= 1 (the number of contributions); other values leave data unchanged.

@@ -110,6 +110,9 @@ struct IntBase {
   static R load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
   template <bool kStream>
   static void store(void* p, R v) { putBits<kStream>(p, v); }
+  static R band(R a, R b) { return _mm256_and_si256(a, b); }
+  static R bor(R a, R b) { return _mm256_or_si256(a, b); }
+  static R bxor(R a, R b) { return _mm256_xor_si256(a, b); }
 };
 
 struct I8 : IntBase<int8_t> {
@@ -192,6 +195,7 @@ void fillAvx2Table(KernelTable& table) {
   installVector<F32>(table, DataType::Float32);
   installVector<F64>(table, DataType::Float64);
   installVector<BF16>(table, DataType::Bfloat16);
+  installPremul(table);
   table.streamCopy = &streamCopy256;
 }
 

@@ -117,6 +117,9 @@ struct IntBase {
   static R load(const void* p) { return _mm512_loadu_si512(p); }
   template <bool kStream>
   static void store(void* p, R v) { putBits<kStream>(p, v); }
+  static R band(R a, R b) { return _mm512_and_si512(a, b); }
+  static R bor(R a, R b) { return _mm512_or_si512(a, b); }
+  static R bxor(R a, R b) { return _mm512_xor_si512(a, b); }
 };
 
 struct I8 : IntBase<int8_t> {
@@ -196,6 +199,7 @@ void fillAvx512Table(KernelTable& table) {
   installVector<F32>(table, DataType::Float32);
   installVector<F64>(table, DataType::Float64);
   installVector<BF16>(table, DataType::Bfloat16);
+  installPremul(table);
   table.streamCopy = &streamCopy512;
 }
 

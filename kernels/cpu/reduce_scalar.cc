@@ -16,10 +16,15 @@ template <DataType kType>
 void fillType(KernelTable& table) {
   using T = typename StorageOf<kType>::Type;
   ReduceFn* row = table.reduce[static_cast<int>(kType)];
-  row[static_cast<int>(RedOp::Sum)] = &reduceScalar<T, RedOp::Sum>;
-  row[static_cast<int>(RedOp::Prod)] = &reduceScalar<T, RedOp::Prod>;
-  row[static_cast<int>(RedOp::Max)] = &reduceScalar<T, RedOp::Max>;
-  row[static_cast<int>(RedOp::Min)] = &reduceScalar<T, RedOp::Min>;
+  row[kernelOpIndex(RedOp::Sum)] = &reduceScalar<T, RedOp::Sum>;
+  row[kernelOpIndex(RedOp::Prod)] = &reduceScalar<T, RedOp::Prod>;
+  row[kernelOpIndex(RedOp::Max)] = &reduceScalar<T, RedOp::Max>;
+  row[kernelOpIndex(RedOp::Min)] = &reduceScalar<T, RedOp::Min>;
+  if constexpr (!isFloatType(kType)) {
+    row[kernelOpIndex(RedOp::Band)] = &reduceScalar<T, RedOp::Band>;
+    row[kernelOpIndex(RedOp::Bor)] = &reduceScalar<T, RedOp::Bor>;
+    row[kernelOpIndex(RedOp::Bxor)] = &reduceScalar<T, RedOp::Bxor>;
+  }
 }
 
 /// SSE2 non-temporal copy (every x86-64 CPU has SSE2); plain memcpy elsewhere.
@@ -66,6 +71,7 @@ void fillScalarTable(KernelTable& table) {
   fillType<DataType::Float32>(table);
   fillType<DataType::Float64>(table);
   fillType<DataType::Bfloat16>(table);
+  installPremul(table);
   table.streamCopy = &streamCopyBaseline;
 }
 

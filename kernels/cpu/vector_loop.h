@@ -29,7 +29,11 @@ constexpr bool hasVectorOp() {
   if constexpr (kOp == RedOp::Sum || kOp == RedOp::Avg) return requires(R a) { V::sum(a, a); };
   else if constexpr (kOp == RedOp::Prod) return requires(R a) { V::prod(a, a); };
   else if constexpr (kOp == RedOp::Max) return requires(R a) { V::max(a, a); };
-  else return requires(R a) { V::min(a, a); };
+  else if constexpr (kOp == RedOp::Min) return requires(R a) { V::min(a, a); };
+  else if constexpr (kOp == RedOp::Band) return requires(R a) { V::band(a, a); };
+  else if constexpr (kOp == RedOp::Bor) return requires(R a) { V::bor(a, a); };
+  else if constexpr (kOp == RedOp::Bxor) return requires(R a) { V::bxor(a, a); };
+  else return false;
 }
 
 template <class V, RedOp kOp>
@@ -37,7 +41,10 @@ CFX_INLINE typename V::R vectorOp(typename V::R a, typename V::R b) {
   if constexpr (kOp == RedOp::Sum || kOp == RedOp::Avg) return V::sum(a, b);
   else if constexpr (kOp == RedOp::Prod) return V::prod(a, b);
   else if constexpr (kOp == RedOp::Max) return V::max(a, b);
-  else return V::min(a, b);
+  else if constexpr (kOp == RedOp::Min) return V::min(a, b);
+  else if constexpr (kOp == RedOp::Band) return V::band(a, b);
+  else if constexpr (kOp == RedOp::Bor) return V::bor(a, b);
+  else return V::bxor(a, b);
 }
 
 /// Full registers from element i while at least kWidth remain: 4 registers per source per step,
@@ -108,10 +115,13 @@ void reduceVector(void* dst, const void* const* srcs, int nsrc, size_t count) {
 template <class V>
 void installVector(KernelTable& table, DataType type) {
   ReduceFn* row = table.reduce[static_cast<int>(type)];
-  if constexpr (hasVectorOp<V, RedOp::Sum>()) row[static_cast<int>(RedOp::Sum)] = &reduceVector<V, RedOp::Sum>;
-  if constexpr (hasVectorOp<V, RedOp::Prod>()) row[static_cast<int>(RedOp::Prod)] = &reduceVector<V, RedOp::Prod>;
-  if constexpr (hasVectorOp<V, RedOp::Max>()) row[static_cast<int>(RedOp::Max)] = &reduceVector<V, RedOp::Max>;
-  if constexpr (hasVectorOp<V, RedOp::Min>()) row[static_cast<int>(RedOp::Min)] = &reduceVector<V, RedOp::Min>;
+  if constexpr (hasVectorOp<V, RedOp::Sum>()) row[kernelOpIndex(RedOp::Sum)] = &reduceVector<V, RedOp::Sum>;
+  if constexpr (hasVectorOp<V, RedOp::Prod>()) row[kernelOpIndex(RedOp::Prod)] = &reduceVector<V, RedOp::Prod>;
+  if constexpr (hasVectorOp<V, RedOp::Max>()) row[kernelOpIndex(RedOp::Max)] = &reduceVector<V, RedOp::Max>;
+  if constexpr (hasVectorOp<V, RedOp::Min>()) row[kernelOpIndex(RedOp::Min)] = &reduceVector<V, RedOp::Min>;
+  if constexpr (hasVectorOp<V, RedOp::Band>()) row[kernelOpIndex(RedOp::Band)] = &reduceVector<V, RedOp::Band>;
+  if constexpr (hasVectorOp<V, RedOp::Bor>()) row[kernelOpIndex(RedOp::Bor)] = &reduceVector<V, RedOp::Bor>;
+  if constexpr (hasVectorOp<V, RedOp::Bxor>()) row[kernelOpIndex(RedOp::Bxor)] = &reduceVector<V, RedOp::Bxor>;
 }
 
 }  // namespace

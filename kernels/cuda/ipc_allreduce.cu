@@ -5,7 +5,8 @@
 // the other ranks, through its own flag words. So no block ever waits for another block of its own grid,
 // and a grid needs no co-residency.
 //
-//   one-shot, call gen:  copy my part b of send -> my slot          (slot = workspace half gen & 1)
+//   one-shot, call gen:  copy my part b of send -> my slot          (slot = workspace half gen & 1;
+//                                       PreMulSum: the copy multiplies by my scalar, ipc_input.cuh)
 //                        flag[me][b] := 2 gen on every peer; wait flag[p][b] >= 2 gen from every peer
 //                        recv part b := reduce over ranks 0..n-1 of slot_p part b (same order everywhere:
 //                                       every rank gets the same bits)
@@ -29,6 +30,7 @@
 // call.timeoutNs: a timed-out wait records the peer in the host-mapped error word and stops waiting.
 #include "kernels/cuda/ipc_allreduce.h"
 
+#include "kernels/cuda/ipc_input.cuh"
 #include "kernels/cuda/ipc_sync.cuh"
 #include "kernels/cuda/reduce_device.cuh"
 
@@ -44,8 +46,7 @@ __global__ void __launch_bounds__(kThreads) oneShotKernel(IpcPeers peers, IpcAll
   partOf(c.count, gridDim.x, blockIdx.x, kVec, lo, hi);
   const size_t len = hi - lo;
   T* mine = slotOf<T>(peers, c, c.rank) + lo;
-  const T* in = static_cast<const T*>(c.send) + lo;
-  reduceRange<T, RedOp::Sum>(mine, static_cast<T*>(nullptr), &in, 1, len, threadIdx.x, blockDim.x);
+  publishInput<T>(mine, static_cast<const T*>(c.send) + lo, len, c);
   if (!exchangeFlags(peers, c, 2 * c.gen)) return;
   const T* srcs[kIpcMaxRanks];
   for (int r = 0; r < c.nranks; ++r) srcs[r] = slotOf<T>(peers, c, r) + lo;
@@ -64,9 +65,7 @@ __global__ void __launch_bounds__(kThreads) twoShotKernel(IpcPeers peers, IpcAll
     size_t segLo, segHi, lo, hi;
     partOf(c.count, c.nranks, s, kVec, segLo, segHi);
     partOf(segHi - segLo, gridDim.x, blockIdx.x, kVec, lo, hi);
-    const T* in = send + segLo + lo;
-    reduceRange<T, RedOp::Sum>(mine + segLo + lo, static_cast<T*>(nullptr), &in, 1, hi - lo, threadIdx.x,
-                               blockDim.x);
+    publishInput<T>(mine + segLo + lo, send + segLo + lo, hi - lo, c);
   }
   if (!exchangeFlags(peers, c, 2 * c.gen)) return;
   // Round 1: reduce my segment's part b from every slot, into my slot (for the others) and recv.

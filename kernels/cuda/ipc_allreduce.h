@@ -33,7 +33,13 @@ struct IpcAllReduceCall {
   void* recv = nullptr;
   size_t count = 0;
   DataType type = DataType::Float32;
-  RedOp op = RedOp::Sum;  ///< Avg reduces as Sum; the caller divides afterwards
+  RedOp op = RedOp::Sum;  ///< Avg reduces as Sum; the caller divides afterwards. PreMulSum: see premul
+  /// PreMulSum: this rank's input is multiplied by its scalar (one value of `type`) as it is copied into
+  /// the slot, and the slots are summed. The scalar is read by the kernel from `scalarDevice` (device
+  /// memory) when that is not null, else it is the low bytes of `scalarBits`.
+  bool premul = false;
+  const void* scalarDevice = nullptr;
+  uint64_t scalarBits = 0;
   int rank = 0;
   int nranks = 1;
   uint64_t gen = 1;

@@ -1,7 +1,8 @@
 // CUDA-IPC all-gather, reduce-scatter, all-to-all, broadcast and reduce (ipc_collectives.h).
 //
 // Schedule of one launch (call gen, slot = workspace half gen & 1, B blocks, block b handles part b
-// [lo, hi) of the piece's `count` elements; pc = count):
+// [lo, hi) of the piece's `count` elements; pc = count; for PreMulSum the publishing copies of reduce and
+// reduce-scatter multiply by the rank's scalar, ipc_input.cuh):
 //   publish:   all-gather, broadcast (root only), reduce:  slot[j] = send[j]
 //              reduce-scatter, all-to-all:                  slot[s pc + j] = send[s sendStride + j], every s
 //   flags:     2 gen, exchanged per block with every peer (ipc_sync.cuh)
@@ -15,6 +16,7 @@
 // other part. Slot reuse and flag values follow ipc_allreduce.cu.
 #include "kernels/cuda/ipc_collectives.h"
 
+#include "kernels/cuda/ipc_input.cuh"
 #include "kernels/cuda/ipc_sync.cuh"
 #include "kernels/cuda/reduce_device.cuh"
 
@@ -39,8 +41,12 @@ __global__ void __launch_bounds__(kThreads) collectiveKernel(IpcPeers peers, Ipc
   T* recv = static_cast<T*>(c.recv);
   T* mine = slotOf<T>(peers, c, me);
 
-  if constexpr (kKind == IpcCollective::ReduceScatter || kKind == IpcCollective::AllToAll) {
+  if constexpr (kKind == IpcCollective::ReduceScatter) {
+    for (int s = 0; s < n; ++s) publishInput<T>(mine + s * pc + lo, send + s * c.sendStride + lo, len, c);
+  } else if constexpr (kKind == IpcCollective::AllToAll) {
     for (int s = 0; s < n; ++s) copyPart(mine + s * pc + lo, send + s * c.sendStride + lo, len);
+  } else if constexpr (kKind == IpcCollective::Reduce) {
+    publishInput<T>(mine + lo, send + lo, len, c);
   } else if (kKind != IpcCollective::Broadcast || me == c.root) {
     copyPart(mine + lo, send + lo, len);
   }

@@ -3,8 +3,8 @@
 // Launch configuration: 256-thread blocks, at most 4 per SM (__launch_bounds__(256, 4) caps registers at
 // 64 so all of them are resident: one wave, no tail of late blocks), fewer when the range is small (one
 // worker per kUnroll vectors). Every kernel is grid-stride, so any grid is correct; the grid only sets
-// speed. One instantiation per (storage type, op): 10 x 4 reduce kernels (Avg runs as Sum) and 10 divide
-// kernels.
+// speed. One instantiation per (storage type, op): 10 x 4 reduce kernels plus 6 x 3 bitwise ones for the
+// integer types (Avg and PreMulSum run as Sum) and 10 divide kernels.
 #include <atomic>
 #include <cstdint>
 
@@ -62,7 +62,7 @@ bool alignedTo(const void* p, size_t align) { return reinterpret_cast<uintptr_t>
 /// Argument checks shared by launchReduce and launchReduceWithGrid (count > 0).
 bool validReduceArgs(DataType type, RedOp op, const void* dst, const void* dst2, const void* const* srcs,
                      int nsrc) {
-  if (!isValidDataType(static_cast<int>(type)) || !isValidRedOp(static_cast<int>(op))) return false;
+  if (!isValidDataType(static_cast<int>(type)) || !isKernelRedOp(static_cast<int>(op))) return false;
   if (nsrc < 1 || nsrc > kMaxReduceSources || srcs == nullptr || dst == nullptr) return false;
   const size_t es = dataTypeSize(type);
   if (!alignedTo(dst, es) || !alignedTo(dst2, es)) return false;
@@ -119,7 +119,7 @@ cudaError_t reduceGridLimit(int* blocks) {
 
 cudaError_t launchReduce(DataType type, RedOp op, void* dst, void* dst2, const void* const* srcs, int nsrc,
                          size_t count, cudaStream_t stream) {
-  if (!isValidDataType(static_cast<int>(type)) || !isValidRedOp(static_cast<int>(op))) return cudaErrorInvalidValue;
+  if (!isValidDataType(static_cast<int>(type)) || !isKernelRedOp(static_cast<int>(op))) return cudaErrorInvalidValue;
   if (nsrc < 1 || nsrc > kMaxReduceSources) return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;
   if (!validReduceArgs(type, op, dst, dst2, srcs, nsrc)) return cudaErrorInvalidValue;
@@ -128,7 +128,7 @@ cudaError_t launchReduce(DataType type, RedOp op, void* dst, void* dst2, const v
 
 cudaError_t launchReduceWithGrid(DataType type, RedOp op, void* dst, void* dst2, const void* const* srcs,
                                  int nsrc, size_t count, int blocks, int threadsPerBlock, cudaStream_t stream) {
-  if (!isValidDataType(static_cast<int>(type)) || !isValidRedOp(static_cast<int>(op))) return cudaErrorInvalidValue;
+  if (!isValidDataType(static_cast<int>(type)) || !isKernelRedOp(static_cast<int>(op))) return cudaErrorInvalidValue;
   if (nsrc < 1 || nsrc > kMaxReduceSources) return cudaErrorInvalidValue;
   if (blocks < 1 || threadsPerBlock < 1 || threadsPerBlock > kReduceBlockThreads) return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;

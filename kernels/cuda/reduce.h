@@ -21,7 +21,8 @@ inline constexpr int kReduceBlockThreads = 256;
 /// dst[i] = op(srcs[0][i], ..., srcs[nsrc-1][i]) for i < count, and the same values into dst2 when it
 /// is not null (fused reduce-and-copy), asynchronously on `stream` (the current device's).
 /// nsrc in 1..8 (1 copies); the source pointers are copied into the launch, so `srcs` (a host array)
-/// may be reused as soon as the call returns. Avg reduces as Sum (then call launchDivide).
+/// may be reused as soon as the call returns. Avg and PreMulSum reduce as Sum (then call launchDivide, or
+/// scale the inputs as they are produced); a bitwise op on a floating type is an invalid value.
 /// Buffers are device (or peer-mapped) memory aligned to the element size; dst and dst2 may equal a
 /// source but must not overlap one partially. count == 0 launches nothing.
 /// Returns cudaErrorInvalidValue for invalid enums, nsrc outside 1..8, null or misaligned pointers,

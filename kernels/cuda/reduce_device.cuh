@@ -23,7 +23,7 @@
 //
 // Arithmetic follows kernels/reduce_ops.h bit for bit (the same functions): integer Sum/Prod wrap,
 // float32/float64 are single IEEE operations, float16/bfloat16 accumulate every source in float32 and
-// round once, Max/Min are IEEE 754-2019 maximum/minimum. nsrc == 1 copies raw bits (a NaN payload or a
+// round once, Max/Min are IEEE 754-2019 maximum/minimum, Band/Bor/Bxor (integers only) are bitwise. nsrc == 1 copies raw bits (a NaN payload or a
 // signalling NaN survives unchanged, as with cpu::reduceFunction). The one difference from the CPU is
 // the payload of a NaN produced by arithmetic (GPUs return the canonical NaN): it is still a NaN.
 #pragma once
@@ -217,21 +217,59 @@ __device__ void divideRange(T* data, size_t count, int divisor, size_t tid, size
   for (size_t i = s.tailBegin + tid; i < count; i += nthreads) data[i] = divide(data[i]);
 }
 
+/// dst[i] = s * src[i] for i in [0, count) (PreMulSum's scaled copy of a rank's input), worker `tid`'s
+/// share of `nthreads`: the accumulator-type multiplication of scaleValue (reduce_ops.h), rounded once for
+/// the 16-bit floats, integers wrapping; the bits of cpu::premulSumFunction with one scaled source.
+/// 16-byte vectors when dst and src agree mod 16, scalar elements otherwise. dst may equal src.
+template <class T>
+__device__ void scaleRange(T* dst, const T* src, size_t count, typename Accumulator<T>::Type s, size_t tid,
+                           size_t nthreads) {
+  using Acc = Accumulator<T>;
+  auto scale = [s](T x) -> T { return Acc::narrow(scaleValue(Acc::widen(x), s)); };
+  if (reinterpret_cast<uintptr_t>(dst) % detail::kVecBytes != reinterpret_cast<uintptr_t>(src) % detail::kVecBytes) {
+    for (size_t i = tid; i < count; i += nthreads) dst[i] = scale(src[i]);
+    return;
+  }
+  constexpr int kV = static_cast<int>(detail::kVecBytes / sizeof(T));
+  const detail::Split sp = detail::splitRange<T>(dst, count);
+  for (size_t i = tid; i < sp.head; i += nthreads) dst[i] = scale(src[i]);
+  detail::Vec* out = reinterpret_cast<detail::Vec*>(dst + sp.head);
+  const detail::Vec* in = reinterpret_cast<const detail::Vec*>(src + sp.head);
+  for (size_t j = tid; j < sp.nvec; j += nthreads) {
+    T e[kV];
+    detail::unpack(in[j], e);
+#pragma unroll
+    for (int x = 0; x < kV; ++x) e[x] = scale(e[x]);
+    out[j] = detail::pack(e);
+  }
+  for (size_t i = sp.tailBegin + tid; i < count; i += nthreads) dst[i] = scale(src[i]);
+}
+
 namespace detail {
 template <class T, class F>
 __host__ bool dispatchOp(RedOp op, F&& f) {
   switch (op) {
-    case RedOp::Sum: case RedOp::Avg: f.template operator()<T, RedOp::Sum>(); return true;
+    case RedOp::Sum: case RedOp::Avg: case RedOp::PreMulSum: f.template operator()<T, RedOp::Sum>(); return true;
     case RedOp::Prod: f.template operator()<T, RedOp::Prod>(); return true;
     case RedOp::Max: f.template operator()<T, RedOp::Max>(); return true;
     case RedOp::Min: f.template operator()<T, RedOp::Min>(); return true;
+    case RedOp::Band: case RedOp::Bor: case RedOp::Bxor:
+      if constexpr (std::is_integral_v<T>) {
+        if (op == RedOp::Band) f.template operator()<T, RedOp::Band>();
+        else if (op == RedOp::Bor) f.template operator()<T, RedOp::Bor>();
+        else f.template operator()<T, RedOp::Bxor>();
+        return true;
+      } else {
+        return false;  // bitwise ops exist for integer types only
+      }
   }
   return false;
 }
 }  // namespace detail
 
 /// Calls f.template operator()<T, kOp>() for the storage type T of `type` (StorageOf) and `op`, with
-/// Avg mapped to Sum (the caller divides afterwards). Returns false, without calling f, for invalid enums.
+/// Avg and PreMulSum mapped to Sum (the caller divides afterwards, or scaled the inputs as it copied
+/// them). Returns false, without calling f, for invalid enums and for a bitwise op on a floating type.
 template <class F>
 __host__ bool dispatchTypeOp(DataType type, RedOp op, F&& f) {
   switch (type) {

@@ -148,17 +148,6 @@ void benchAllReduce2Bound(benchmark::State& state, size_t totalBytes, size_t chu
   state.counters["busbw_bound_GBps"] = gbps(static_cast<double>(totalBytes) * iters);
 }
 
-const char* opName(RedOp op) {
-  switch (op) {
-    case RedOp::Sum: return "sum";
-    case RedOp::Prod: return "prod";
-    case RedOp::Max: return "max";
-    case RedOp::Min: return "min";
-    case RedOp::Avg: return "avg";
-  }
-  return "?";
-}
-
 void registerAll() {
   std::vector<cpu::Isa> isas;
   for (int i = 0; i < cpu::kNumIsas; ++i) {
@@ -177,7 +166,7 @@ void registerAll() {
         if (type == DataType::Float32 && op == RedOp::Sum) nsrcs = {2, 4, 8};
         for (int nsrc : nsrcs) {
           for (size_t bytes : kSizes) {
-            const std::string name = "reduce/" + isaStr + "/" + typeStr + "/" + opName(op) + "/nsrc:" +
+            const std::string name = "reduce/" + isaStr + "/" + typeStr + "/" + std::string(redOpName(op)) + "/nsrc:" +
                                      std::to_string(nsrc) + "/" + sizeLabel(bytes);
             benchmark::RegisterBenchmark(name.c_str(), benchReduce, isa, type, op, nsrc, bytes, false);
           }

@@ -282,9 +282,15 @@ TEST(ReduceKernelDispatch, EveryKernelExistsAndAvgIsSum) {
     }
     for (int t = 0; t < conflux::kNumDataTypes; ++t) {
       const auto type = static_cast<DataType>(t);
-      for (int o = 0; o < conflux::kNumRedOps; ++o)
-        EXPECT_NE(conflux::cpu::reduceFunction(isa, type, static_cast<RedOp>(o)), nullptr);
+      for (int o = 0; o < conflux::kNumRedOps; ++o) {
+        const auto op = static_cast<RedOp>(o);
+        if (conflux::opAppliesTo(op, type)) EXPECT_NE(conflux::cpu::reduceFunction(isa, type, op), nullptr);
+        else EXPECT_EQ(conflux::cpu::reduceFunction(isa, type, op), nullptr);
+      }
       EXPECT_EQ(conflux::cpu::reduceFunction(isa, type, RedOp::Avg), conflux::cpu::reduceFunction(isa, type, RedOp::Sum));
+      EXPECT_EQ(conflux::cpu::reduceFunction(isa, type, RedOp::PreMulSum),
+                conflux::cpu::reduceFunction(isa, type, RedOp::Sum));
+      EXPECT_NE(conflux::cpu::premulSumFunction(isa, type), nullptr);
     }
   }
   EXPECT_NE(conflux::cpu::reduceFunction(DataType::Bfloat16, RedOp::Max), nullptr);

@@ -81,10 +81,13 @@ template <class T>
 T refIntOp(RedOp op, T a, T b) {
   const uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
   switch (op) {
-    case RedOp::Sum: case RedOp::Avg: return static_cast<T>(ua + ub);  // modulo 2^64, then truncated
+    case RedOp::Sum: case RedOp::Avg: case RedOp::PreMulSum: return static_cast<T>(ua + ub);  // mod 2^64, truncated
     case RedOp::Prod: return static_cast<T>(ua * ub);
     case RedOp::Max: return a > b ? a : b;
     case RedOp::Min: return a < b ? a : b;
+    case RedOp::Band: return static_cast<T>(ua & ub);
+    case RedOp::Bor: return static_cast<T>(ua | ub);
+    case RedOp::Bxor: return static_cast<T>(ua ^ ub);
   }
   return a;
 }
@@ -92,10 +95,11 @@ T refIntOp(RedOp op, T a, T b) {
 template <class F>
 F refFloatOp(RedOp op, F a, F b) {
   switch (op) {
-    case RedOp::Sum: case RedOp::Avg: return a + b;
+    case RedOp::Sum: case RedOp::Avg: case RedOp::PreMulSum: return a + b;
     case RedOp::Prod: return a * b;
     case RedOp::Max: return kref::maximum(a, b);
     case RedOp::Min: return kref::minimum(a, b);
+    case RedOp::Band: case RedOp::Bor: case RedOp::Bxor: break;  // integers only: never asked
   }
   return a;
 }
@@ -248,6 +252,124 @@ INSTANTIATE_TEST_SUITE_P(
                                          DataType::Float64, DataType::Bfloat16),
                        ::testing::Values(RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, RedOp::Avg)),
     paramName);
+
+// The bitwise ops, on the integer types only.
+INSTANTIATE_TEST_SUITE_P(
+    Bitwise, ReduceKernelTest,
+    ::testing::Combine(::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
+                       ::testing::Values(DataType::Int8, DataType::Uint8, DataType::Int32, DataType::Uint32,
+                                         DataType::Int64, DataType::Uint64),
+                       ::testing::Values(RedOp::Band, RedOp::Bor, RedOp::Bxor)),
+    paramName);
+
+TEST(ReduceKernelBitwise, NoKernelForFloatingTypes) {
+  for (DataType t : {DataType::Float16, DataType::Float32, DataType::Float64, DataType::Bfloat16}) {
+    for (RedOp op : {RedOp::Band, RedOp::Bor, RedOp::Bxor}) EXPECT_EQ(conflux::cpu::reduceFunction(t, op), nullptr);
+  }
+}
+
+// ---- PreMulSum: sources whose mask bit is set are multiplied by the scalar as they are read ----
+/// Reference of element i: the accumulator-type products and sums, in source order, rounded once.
+void refPremulElement(DataType t, const std::vector<const unsigned char*>& srcs, uint64_t mask, const void* scalar,
+                      size_t i, unsigned char* out) {
+  auto scaledAt = [&](size_t k) { return k < 64 && ((mask >> k) & 1u) != 0; };
+  auto gen = [&](auto tag) {
+    using T = decltype(tag);
+    const T s = kref::bitsOf<T>(scalar);
+    auto term = [&](size_t k) {
+      const T v = kref::bitsOf<T>(srcs[k] + i * sizeof(T));
+      if constexpr (std::is_integral_v<T>) return scaledAt(k) ? refIntOp(RedOp::Prod, v, s) : v;
+      else return scaledAt(k) ? static_cast<T>(v * s) : v;
+    };
+    T acc = term(0);
+    for (size_t k = 1; k < srcs.size(); ++k) {
+      if constexpr (std::is_integral_v<T>) acc = refIntOp(RedOp::Sum, acc, term(k));
+      else acc = static_cast<T>(acc + term(k));
+    }
+    std::memcpy(out, &acc, sizeof(T));
+  };
+  auto half = [&](double (*decode)(uint16_t), uint16_t (*encode)(double)) {
+    const float s = static_cast<float>(decode(kref::bitsOf<uint16_t>(scalar)));
+    auto term = [&](size_t k) {
+      const float v = static_cast<float>(decode(kref::bitsOf<uint16_t>(srcs[k] + i * 2)));
+      return scaledAt(k) ? static_cast<float>(v * s) : v;
+    };
+    float acc = term(0);
+    for (size_t k = 1; k < srcs.size(); ++k) acc = static_cast<float>(acc + term(k));
+    const uint16_t r = encode(acc);
+    std::memcpy(out, &r, 2);
+  };
+  switch (t) {
+    case DataType::Int8: return gen(int8_t{});
+    case DataType::Uint8: return gen(uint8_t{});
+    case DataType::Int32: return gen(int32_t{});
+    case DataType::Uint32: return gen(uint32_t{});
+    case DataType::Int64: return gen(int64_t{});
+    case DataType::Uint64: return gen(uint64_t{});
+    case DataType::Float32: return gen(float{});
+    case DataType::Float64: return gen(double{});
+    case DataType::Float16: return half(kref::cachedDecode<kref::halfToDouble>, kref::doubleToHalf);
+    case DataType::Bfloat16: return half(kref::cachedDecode<kref::bf16ToDouble>, kref::doubleToBf16);
+  }
+}
+
+using PremulParam = std::tuple<Isa, DataType>;
+
+std::string premulName(const ::testing::TestParamInfo<PremulParam>& p) {
+  return std::string(conflux::cpu::isaName(std::get<0>(p.param))) + "_" +
+         std::string(conflux::dataTypeName(std::get<1>(p.param)));
+}
+
+class PremulKernelTest : public ::testing::TestWithParam<PremulParam> {};
+
+TEST_P(PremulKernelTest, MatchesReference) {
+  const auto [isa, type] = GetParam();
+  if (!conflux::cpu::isaSupported(isa)) GTEST_SKIP() << conflux::cpu::isaName(isa) << " not supported here";
+  const conflux::cpu::PremulFn fn = conflux::cpu::premulSumFunction(isa, type);
+  ASSERT_NE(fn, nullptr);
+  std::mt19937_64 rng(static_cast<uint64_t>(static_cast<int>(type) * 977 + 5));
+  const size_t es = conflux::dataTypeSize(type);
+  for (int nsrc : {1, 2, 3, 9}) {
+    for (size_t count : {size_t{0}, size_t{1}, size_t{17}, size_t{300}, size_t{4099}}) {
+      for (uint64_t mask : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{5}, ~uint64_t{0}}) {
+        for (bool inPlace : {false, true}) {
+          std::vector<std::vector<unsigned char>> store(nsrc + 1);
+          for (int k = 0; k <= nsrc; ++k) {
+            store[k].assign(count * es + 2 * kGuard, kGuardByte);
+            if (k < nsrc) fillRandom(type, store[k].data() + kGuard + (k % 2), count, rng);
+          }
+          std::vector<const unsigned char*> srcs;
+          for (int k = 0; k < nsrc; ++k) srcs.push_back(store[k].data() + kGuard + (k % 2));
+          unsigned char scalar[8];
+          fillRandom(type, scalar, 1, rng);
+          std::vector<unsigned char> want(count * es);
+          for (size_t i = 0; i < count; ++i) refPremulElement(type, srcs, mask, scalar, i, want.data() + i * es);
+          unsigned char* dst = inPlace ? const_cast<unsigned char*>(srcs[0]) : store[nsrc].data() + kGuard;
+          std::vector<const void*> ptrs(srcs.begin(), srcs.end());
+          fn(dst, ptrs.data(), nsrc, count, mask, scalar);
+          for (size_t i = 0; i < count; ++i) {
+            if (!sameElement(type, dst + i * es, want.data() + i * es)) {
+              FAIL() << "nsrc=" << nsrc << " count=" << count << " mask=" << mask << " in-place=" << inPlace
+                     << ": element " << i << " differs";
+            }
+          }
+          const std::vector<unsigned char>& out = store[inPlace ? 0 : nsrc];
+          const size_t end = (dst - out.data()) + count * es;
+          for (size_t b = 0; b < static_cast<size_t>(dst - out.data()); ++b) ASSERT_EQ(out[b], kGuardByte) << "wrote before dst";
+          for (size_t b = end; b < out.size(); ++b) ASSERT_EQ(out[b], kGuardByte) << "wrote past dst + count";
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllPaths, PremulKernelTest,
+    ::testing::Combine(::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
+                       ::testing::Values(DataType::Int8, DataType::Uint8, DataType::Int32, DataType::Uint32,
+                                         DataType::Int64, DataType::Uint64, DataType::Float16, DataType::Float32,
+                                         DataType::Float64, DataType::Bfloat16)),
+    premulName);
 
 // Results of at least 1 MiB, out of place, take the non-temporal store path (with a scalar head
 // that aligns dst); in place and byte-misaligned ones take the plain path.
