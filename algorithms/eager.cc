@@ -6,7 +6,8 @@
 //      slot.seq = k (release), then ring the peers that sleep (ring-if-sleeping, doorbell.h);
 //   2. wait until every peer's slot p shows k (acquire), checking each peer's descriptor against ours;
 //   3. compute the output from the slots (own input read from send). Reductions combine the sources in
-//      rank order 0..n-1, so every rank computes the same bits.
+//      rank order 0..n-1, so every rank computes the same bits. PreMulSum: step 1 publishes the input
+//      multiplied by the rank's scalar, and step 3 reads the own input from the own slot too.
 // No barrier is needed before a slot is reused: rank r rewrites slot p at eager call k + 2, after it
 // finished call k + 1, which needed every peer's call-(k + 1) slot; a peer publishes that only after it
 // returned from call k, i.e. after its last read of r's call-k slot. That is why step 2 waits for every
@@ -73,7 +74,14 @@ class EagerRun {
     s.op = static_cast<uint8_t>(call_.op);
     s.root = call_.root;
     s.callSeq = call_.callSeq;
-    if (uint64_t b = ownInputBytes(); b > 0) std::memcpy(s.payload, call_.send, b);
+    if (uint64_t b = ownInputBytes(); b > 0) {
+      if (scaled()) {
+        const void* in = call_.send;
+        cpu::premulSumFunction(call_.dtype)(s.payload, &in, 1, b / elt_, 1, call_.scalar);
+      } else {
+        std::memcpy(s.payload, call_.send, b);
+      }
+    }
     s.seq.store(call_.eagerSeq, std::memory_order_release);
     world_->wakeSleepingPeers();
   }
@@ -169,16 +177,23 @@ class EagerRun {
     return Status::ok();
   }
 
-  // Input of global rank g: own send buffer, or g's slot.
+  // PreMulSum: each rank publishes its input scaled, and reads its own from its slot too.
+  bool scaled() const { return call_.op == RedOp::PreMulSum && call_.scalar != nullptr; }
+
+  // Input of global rank g: own send buffer (own slot when scaled, or alone), or g's slot.
   const std::byte* input(int g) const {
-    if (g == env_.rank) return static_cast<const std::byte*>(call_.send);
+    if (g == env_.rank && !(scaled() && n_ > 1)) return static_cast<const std::byte*>(call_.send);
     return slot(env_.localIndex[g]).payload;
   }
 
   void reduceInto(void* dst, uint64_t offset) {
     srcs_.resize(static_cast<size_t>(n_));
     for (int g = 0; g < n_; ++g) srcs_[g] = input(g) + offset;
-    cpu::reduceFunction(call_.dtype, call_.op)(dst, srcs_.data(), n_, call_.count);
+    if (scaled() && n_ == 1) {  // alone: the input was never published, so it is scaled here
+      cpu::premulSumFunction(call_.dtype)(dst, srcs_.data(), 1, call_.count, 1, call_.scalar);
+    } else {
+      cpu::reduceFunction(call_.dtype, call_.op)(dst, srcs_.data(), n_, call_.count);
+    }
     if (call_.op == RedOp::Avg) cpu::divideInPlace(call_.dtype, dst, call_.count, n_);
   }
 

@@ -27,6 +27,8 @@ struct EagerCall {
   uint64_t count = 0;
   const void* send = nullptr;
   void* recv = nullptr;
+  /// PreMulSum: this rank's scalar (host memory); its input is scaled as it is published.
+  const void* scalar = nullptr;
   uint64_t eagerSeq = 0;  ///< 1-based count of the communicator's eager calls (picks the slot parity).
   uint64_t callSeq = 0;   ///< 1-based call number on the communicator (messages, argument checks).
 };

@@ -45,6 +45,7 @@ class RankExecutor {
                ExecWorkspace& work)
       : plan_(plan), bufs_(bufs), call_(call), env_(env), world_(env.world),
         eltSize_(dataTypeSize(call.dtype)), reduce_(cpu::reduceFunction(call.dtype, call.op)),
+        premul_(call.op == RedOp::PreMulSum ? cpu::premulSumFunction(call.dtype) : nullptr),
         states_(work.states), sendBusy_(work.sendBusy), recvBusy_(work.recvBusy),
         peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs), work_(work),
         streamToRecv_(call.count * eltSize_ >= kStreamMessageBytes),
@@ -77,6 +78,14 @@ class RankExecutor {
   bool isPeer(const BufRef& ref) const { return ref.rank >= 0 && ref.rank != env_.rank; }
   // A peer on another node: its messages travel over the ofi transport.
   bool isRemote(int peer) const { return env_.localIndex[peer] < 0; }
+  // PreMulSum: reads of this rank's own input are scaled.
+  bool scaled(const BufRef& ref) const { return premul_ != nullptr && ref.kind == BufKind::Send && !isPeer(ref); }
+
+  /// SendChannel::Transform scaling whole elements by the call's scalar (ctx: this executor).
+  static void scaleInto(void* dst, const void* src, size_t bytes, const void* ctx) {
+    const auto* self = static_cast<const RankExecutor*>(ctx);
+    self->premul_(dst, &src, 1, bytes / self->eltSize_, 1, self->call_.scalar);
+  }
 
   std::byte* resolve(const BufRef& ref) const {
     uintptr_t base = 0;
@@ -203,11 +212,13 @@ class RankExecutor {
     shm::SendChannel& ch = world_->sendTo(env_.localIndex[op.peer]);
     const uint64_t total = wireBytes(op.bytes);
     const std::byte* src = resolve(plan_.src(op, 0));
+    const bool scale = scaled(plan_.src(op, 0));
     bool progressed = false;
     while (st.done < total) {
       size_t n;
       if (st.done < op.bytes) {
-        n = ch.write(src + st.done, op.bytes - st.done);
+        n = scale ? ch.writeTransformed(src + st.done, op.bytes - st.done, eltSize_, &scaleInto, this)
+                  : ch.write(src + st.done, op.bytes - st.done);
       } else {
         n = ch.write(kZeros, total - st.done);
       }
@@ -235,7 +246,8 @@ class RankExecutor {
           take -= take % eltSize_;  // whole elements only; the rest follows
           if (take == 0) break;
           const void* srcs[2] = {resolve(plan_.src(op, 0)) + st.done, in.data()};
-          reduce_(dst + st.done, srcs, 2, take / eltSize_);
+          if (scaled(plan_.src(op, 0))) premul_(dst + st.done, srcs, 2, take / eltSize_, 1, call_.scalar);
+          else reduce_(dst + st.done, srcs, 2, take / eltSize_);
         } else {
           std::memcpy(dst + st.done, in.data(), take);
         }
@@ -265,9 +277,19 @@ class RankExecutor {
         bounceBytes += (op.bytes + kBounceAlign - 1) / kBounceAlign * kBounceAlign;
       }
     }
+    // PreMulSum messages straight from the own input are scaled into a bounce buffer of their own.
+    uint64_t scaledBytes = 0;
+    for (uint32_t i = 0; i < round.numOps; ++i) {
+      const Op& op = plan_.ops[round.firstOp + i];
+      if (op.kind == OpKind::Send && isRemote(op.peer) && scaled(plan_.src(op, 0))) {
+        scaledBytes += (op.bytes + kBounceAlign - 1) / kBounceAlign * kBounceAlign;
+      }
+    }
     // Every inter-node operation of earlier rounds has completed, so nothing is posted into the old
     // buffer when it grows.
     if (work_.bounce.size() < bounceBytes) work_.bounce.resize(bounceBytes);
+    if (work_.scaledBounce.size() < scaledBytes) work_.scaledBounce.resize(scaledBytes);
+    uint64_t scaledAt = 0;
     for (uint32_t i = 0; i < round.numOps; ++i) {
       const Op& op = plan_.ops[round.firstOp + i];
       if (!isCommOp(op.kind)) continue;
@@ -278,7 +300,13 @@ class RankExecutor {
       if (!isRemote(op.peer)) continue;
       const uint32_t n = op.kind == OpKind::Send ? work_.netSent[op.peer]++ : work_.netRecvd[op.peer]++;
       const uint64_t tag = ofi::makeUserTag(n, static_cast<uint32_t>(call_.seq));
-      if (op.kind == OpKind::Send) {
+      if (op.kind == OpKind::Send && scaled(plan_.src(op, 0))) {
+        std::byte* out = work_.scaledBounce.data() + scaledAt;
+        scaledAt += (op.bytes + kBounceAlign - 1) / kBounceAlign * kBounceAlign;
+        const void* in = resolve(plan_.src(op, 0));
+        premul_(out, &in, 1, op.bytes / eltSize_, 1, call_.scalar);
+        reqs[i] = env_.net->isend(op.peer, tag, out, op.bytes);
+      } else if (op.kind == OpKind::Send) {
         reqs[i] = env_.net->isend(op.peer, tag, resolve(plan_.src(op, 0)), op.bytes);
       } else if (op.kind == OpKind::Recv) {
         reqs[i] = env_.net->irecv(op.peer, tag, resolve(op.dst), op.bytes);
@@ -303,7 +331,8 @@ class RankExecutor {
     }
     if (op.kind == OpKind::RecvReduce && op.bytes > 0) {
       const void* srcs[2] = {resolve(plan_.src(op, 0)), work_.bounce.data() + work_.bounceOffset[i]};
-      reduce_(resolve(op.dst), srcs, 2, op.bytes / eltSize_);
+      if (scaled(plan_.src(op, 0))) premul_(resolve(op.dst), srcs, 2, op.bytes / eltSize_, 1, call_.scalar);
+      else reduce_(resolve(op.dst), srcs, 2, op.bytes / eltSize_);
     }
     st.done = op.bytes;
     st.complete = true;
@@ -332,7 +361,13 @@ class RankExecutor {
     switch (op.kind) {
       case OpKind::Copy: {
         const std::byte* src = resolve(plan_.src(op, 0));
-        if (src == dst || op.bytes == 0) break;
+        if (op.bytes == 0) break;
+        if (scaled(plan_.src(op, 0))) {  // in place too: the copy is where the input gets its scalar
+          const void* in = src;
+          premul_(dst, &in, 1, op.bytes / eltSize_, 1, call_.scalar);
+          break;
+        }
+        if (src == dst) break;
         // Pieces of a message far larger than the caches go to the caller's buffer with non-temporal
         // stores: the lines would be evicted before anyone reads them, and streaming skips the reads
         // that ordinary stores cause (read-for-ownership).
@@ -343,8 +378,13 @@ class RankExecutor {
       }
       case OpKind::Reduce: {
         srcPtrs_.resize(op.nsrc);
-        for (uint32_t i = 0; i < op.nsrc; ++i) srcPtrs_[i] = resolve(plan_.src(op, i));
-        reduce_(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), op.bytes / eltSize_);
+        uint64_t mask = 0;
+        for (uint32_t i = 0; i < op.nsrc; ++i) {
+          srcPtrs_[i] = resolve(plan_.src(op, i));
+          if (i < 64 && scaled(plan_.src(op, i))) mask |= uint64_t{1} << i;
+        }
+        if (mask != 0) premul_(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), op.bytes / eltSize_, mask, call_.scalar);
+        else reduce_(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), op.bytes / eltSize_);
         break;
       }
       case OpKind::Finalize:
@@ -474,6 +514,7 @@ class RankExecutor {
   shm::ShmWorld* world_;
   const size_t eltSize_;
   const cpu::ReduceFn reduce_;
+  const cpu::PremulFn premul_;  // PreMulSum only
   std::vector<OpState>& states_;
   std::vector<uint8_t>& sendBusy_;
   std::vector<uint8_t>& recvBusy_;

@@ -7,7 +7,9 @@
 // node is posted whole to the ofi transport at the start of its round (the transport chunks it); its tag
 // is the call number and the message's index among this call's messages in that direction with that peer,
 // so both sides match messages in plan order. A RecvReduce from another node lands in a bounce buffer and
-// is reduced when it completes. A rank that cannot progress spins
+// is reduced when it completes. For PreMulSum every read of the rank's own input is scaled on the way
+// (kernels/cpu/reduce.h PremulFn; a message to another node straight from the input is scaled into a
+// bounce buffer first). A rank that cannot progress spins
 // briefly and then sleeps on its doorbell; while it waits it watches for dead peers, errors posted by other
 // ranks, an abort, mismatched arguments and the no-progress timeout, so that a failure anywhere becomes an
 // error on every rank instead of a hang.
@@ -48,6 +50,10 @@ struct ExecCall {
   uint64_t count = 0;
   uint64_t seq = 0;           ///< 1-based call number on the communicator.
   uint64_t stagingEpoch = 0;  ///< Picks one of the two staging areas (plans using staging only).
+  /// PreMulSum: this rank's scalar (one value of dtype, host memory). Every read of this rank's own Send
+  /// buffer multiplies by it (Copy, Reduce and RecvReduce sources, Send messages), so the plan itself is a
+  /// plain sum. Plans of peers' buffers (BufRef::peerSend) are not run for PreMulSum.
+  const void* scalar = nullptr;
 };
 
 /// Long-lived state the executor needs from the communicator.
@@ -83,6 +89,8 @@ struct ExecWorkspace {
   std::vector<uint64_t> bounceOffset;
   std::vector<uint32_t> netSent, netRecvd;
   std::vector<std::byte> bounce;
+  // PreMulSum messages to other nodes straight from the own input: scaled here first (grows, never shrinks).
+  std::vector<std::byte> scaledBounce;
 };
 
 /// Posts `s` to every local rank's error slot (naming `failedRank`, or -1), logs it, and returns it.

@@ -20,7 +20,10 @@ Simulator::Simulator(const SimConfig& cfg, const PlanFactory& makePlan)
   if (p_.coll == Collective::SendRecv) throw SimFailure{"sendrecv is not simulated"};
   if (cfg_.inPlace && p_.coll == Collective::AllToAll) throw SimFailure{"alltoall has no in-place form"};
   sizes_ = bufferSizes(p_);
-  ops_ = ElementOps{elt_, cfg_.op, n_};
+  // Data-movement collectives take no op (the API passes Sum), so nothing of theirs is scaled.
+  const bool reduces = p_.coll == Collective::AllReduce || p_.coll == Collective::Reduce ||
+                       p_.coll == Collective::ReduceScatter;
+  ops_ = ElementOps{elt_, reduces ? cfg_.op : RedOp::Sum, n_};
   buildPlans(makePlan);
 }
 
@@ -262,10 +265,12 @@ void Simulator::match(int from, int to) {
     std::vector<uint8_t> data(so.bytes);
     touchShared(from, s.call, src, so.bytes, false, s.op);
     std::memcpy(data.data(), ptr(phys(from, s.call, src)), so.bytes);
+    if (ownInput(from, src)) ops_.scale(data.data(), so.bytes, from);
     if (ro.kind == OpKind::RecvReduce) {
       const BufRef& mine = plans_[to].src(ro, 0);
       touchShared(to, v.call, mine, ro.bytes, false, v.op);
       std::vector<uint8_t> acc(ptr(phys(to, v.call, mine)), ptr(phys(to, v.call, mine)) + ro.bytes);
+      if (ownInput(to, mine)) ops_.scale(acc.data(), ro.bytes, to);
       ops_.combine(acc.data(), data.data(), ro.bytes);
       data.swap(acc);
     }
@@ -306,7 +311,11 @@ void Simulator::runLocal(int r) {
     const Op& op = plan.ops[i];
     if (isCommOp(op.kind)) continue;
     const Phys dst = phys(r, st.call, op.dst);
-    if (op.kind == OpKind::Copy && phys(r, st.call, plan.src(op, 0)) == dst) continue;  // skipped in place
+    // The executor skips an in-place Copy, except where it scales the own input (PreMulSum).
+    if (op.kind == OpKind::Copy && phys(r, st.call, plan.src(op, 0)) == dst &&
+        !(ops_.op == RedOp::PreMulSum && ownInput(r, plan.src(op, 0)))) {
+      continue;
+    }
     std::vector<uint8_t> acc;
     if (op.kind == OpKind::Finalize) {
       touchShared(r, st.call, op.dst, op.bytes, false, i);
@@ -317,8 +326,16 @@ void Simulator::runLocal(int r) {
         const BufRef& src = plan.src(op, s);
         touchShared(r, st.call, src, op.bytes, false, i);
         const uint8_t* in = ptr(phys(r, st.call, src));
-        if (s == 0) acc.assign(in, in + op.bytes);
-        else ops_.combine(acc.data(), in, op.bytes);
+        if (s == 0) {
+          acc.assign(in, in + op.bytes);
+          if (ownInput(r, src)) ops_.scale(acc.data(), op.bytes, r);
+        } else if (ownInput(r, src) && ops_.op == RedOp::PreMulSum) {
+          std::vector<uint8_t> x(in, in + op.bytes);
+          ops_.scale(x.data(), op.bytes, r);
+          ops_.combine(acc.data(), x.data(), op.bytes);
+        } else {
+          ops_.combine(acc.data(), in, op.bytes);
+        }
       }
     }
     touchShared(r, st.call, op.dst, op.bytes, true, i);

@@ -17,7 +17,9 @@
 //   races (a read of bytes another rank wrote, or a write of bytes another rank read or wrote, with no
 //   Barrier in between), staging plans without a Barrier, and wrong results.
 // Elements are unsigned integers of eltSize bytes (1, 2, 4 or 8); Sum and Prod wrap, Avg is the
-// wrapping sum divided (integer division) by nranks in Finalize. Every rank's output is compared with
+// wrapping sum divided (integer division) by nranks in Finalize, the bitwise ops are bitwise, and
+// PreMulSum multiplies every read of a rank's own send buffer by that rank's odd scalar (as the executor
+// does), so a plan that reads an input twice after an in-place write, or scales it twice, is caught. Every rank's output is compared with
 // a directly computed reference; Reduce's non-roots and every out-of-place send buffer must be left
 // unchanged.
 #pragma once

@@ -26,6 +26,10 @@ struct ElementOps {
   void finalize(uint8_t* buf, uint64_t bytes) const;
   /// Element i of buf as an integer.
   uint64_t load(const uint8_t* buf, uint64_t i) const;
+  /// PreMulSum: buf *= rank r's scalar elementwise (wrapping); nothing for other ops.
+  void scale(uint8_t* buf, uint64_t bytes, int r) const;
+  /// Rank r's PreMulSum scalar: odd, so that a value scaled twice differs from one scaled once.
+  static uint64_t scalarOf(int r) { return 3 + 2 * static_cast<uint64_t>(r); }
 };
 
 /// Expected recv contents of every rank (an empty vector: recv must stay untouched), given every
@@ -114,6 +118,8 @@ class Simulator {
   /// buffers) and fails on a race: another rank touched the same bytes in the same barrier epoch and one
   /// of the two accesses writes. Also fails on a peer-buffer access before the call's first Barrier.
   void touchShared(int r, int call, const BufRef& ref, uint64_t bytes, bool write, uint32_t opIdx);
+  /// A read of rank r's own Send buffer: where PreMulSum scales the input (executor.h, ExecCall::scalar).
+  static bool ownInput(int r, const BufRef& ref) { return ref.kind == BufKind::Send && (ref.rank < 0 || ref.rank == r); }
   // results (simulator_checks.cc)
   void checkData();
 

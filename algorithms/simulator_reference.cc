@@ -24,11 +24,21 @@ void combineT(RedOp op, uint8_t* acc, const uint8_t* x, uint64_t count) {
   using W = std::conditional_t<(sizeof(T) < sizeof(uint32_t)), uint32_t, T>;  // no signed promotion
   switch (op) {
     case RedOp::Sum:
-    case RedOp::Avg: apply<T>(acc, x, count, [](T a, T b) { return static_cast<T>(W(a) + W(b)); }); break;
+    case RedOp::Avg:
+    case RedOp::PreMulSum: apply<T>(acc, x, count, [](T a, T b) { return static_cast<T>(W(a) + W(b)); }); break;
     case RedOp::Prod: apply<T>(acc, x, count, [](T a, T b) { return static_cast<T>(W(a) * W(b)); }); break;
     case RedOp::Max: apply<T>(acc, x, count, [](T a, T b) { return std::max(a, b); }); break;
     case RedOp::Min: apply<T>(acc, x, count, [](T a, T b) { return std::min(a, b); }); break;
+    case RedOp::Band: apply<T>(acc, x, count, [](T a, T b) { return static_cast<T>(a & b); }); break;
+    case RedOp::Bor: apply<T>(acc, x, count, [](T a, T b) { return static_cast<T>(a | b); }); break;
+    case RedOp::Bxor: apply<T>(acc, x, count, [](T a, T b) { return static_cast<T>(a ^ b); }); break;
   }
+}
+
+template <typename T>
+void scaleT(uint8_t* buf, uint64_t count, uint64_t s) {
+  using W = std::conditional_t<(sizeof(T) < sizeof(uint32_t)), uint32_t, T>;
+  apply<T>(buf, buf, count, [s](T a, T) { return static_cast<T>(W(a) * static_cast<W>(s)); });
 }
 
 template <typename T>
@@ -59,6 +69,17 @@ void ElementOps::finalize(uint8_t* buf, uint64_t bytes) const {
   }
 }
 
+void ElementOps::scale(uint8_t* buf, uint64_t bytes, int r) const {
+  if (op != RedOp::PreMulSum) return;
+  const uint64_t count = bytes / elt, s = scalarOf(r);
+  switch (elt) {
+    case 1: scaleT<uint8_t>(buf, count, s); break;
+    case 2: scaleT<uint16_t>(buf, count, s); break;
+    case 4: scaleT<uint32_t>(buf, count, s); break;
+    default: scaleT<uint64_t>(buf, count, s); break;
+  }
+}
+
 uint64_t ElementOps::load(const uint8_t* buf, uint64_t i) const {
   uint64_t v = 0;
   std::memcpy(&v, buf + i * elt, elt);  // little-endian hosts
@@ -74,7 +95,12 @@ std::vector<std::vector<uint8_t>> referenceOutputs(const PlanParams& p, const El
   // Reduction of bytes [off, off + len) of every rank's send buffer.
   auto reduceAll = [&](uint64_t off, uint64_t len) {
     std::vector<uint8_t> acc(sends[0] + off, sends[0] + off + len);
-    for (int q = 1; q < n; ++q) ops.combine(acc.data(), sends[q] + off, len);
+    ops.scale(acc.data(), len, 0);
+    for (int q = 1; q < n; ++q) {
+      std::vector<uint8_t> x(sends[q] + off, sends[q] + off + len);
+      ops.scale(x.data(), len, q);
+      ops.combine(acc.data(), x.data(), len);
+    }
     ops.finalize(acc.data(), len);
     return acc;
   };

@@ -4,6 +4,7 @@
 // segment and block boundaries, small chunks (many pipelined segments) and unchunked.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <memory>
 #include <string>
 #include <utility>
@@ -31,7 +32,7 @@ std::shared_ptr<const NodeLayout> fromNodeOf(std::vector<int> nodeOf) {
   return std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(nodeOf));
 }
 
-constexpr RedOp kOps[] = {RedOp::Sum, RedOp::Avg, RedOp::Max, RedOp::Min, RedOp::Prod};
+constexpr RedOp kOps[] = {RedOp::Sum, RedOp::Avg, RedOp::PreMulSum, RedOp::Max, RedOp::Min, RedOp::Prod, RedOp::Bxor};
 constexpr uint32_t kElts[] = {1, 2, 4, 8};
 
 int runOne(const std::shared_ptr<const NodeLayout>& layout, int nranks, const std::string& what, Algo algo,
@@ -53,7 +54,7 @@ int runOne(const std::shared_ptr<const NodeLayout>& layout, int nranks, const st
           p.layout = layout;
           // 0: unchunked; 1: a few elements per chunk (many segments); 2: a chunk not dividing anything.
           p.chunkBytes = chunking == 0 ? 0 : chunking == 1 ? 3 * uint64_t{elt} : 37 * uint64_t{elt} + 1;
-          cfg.op = kOps[(runs + count) % 5];
+          cfg.op = kOps[(runs + count) % std::size(kOps)];
           cfg.inPlace = inPlace;
           cfg.calls = 2;
           cfg.seed = static_cast<uint64_t>(runs) * 7919 + count;

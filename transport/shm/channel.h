@@ -25,9 +25,13 @@ class ShmSendChannel final : public SendChannel {
   /// `ring` has `capacity` bytes; `receiverBell` is rung whenever new bytes are published.
   ShmSendChannel(ChannelHeader* header, std::byte* ring, uint64_t capacity, DoorbellWords* receiverBell);
   size_t write(const void* src, size_t bytes) override;
+  size_t writeTransformed(const void* src, size_t bytes, size_t granule, Transform transform,
+                          const void* ctx) override;
   size_t writable() const override;
 
  private:
+  template <class Fill>
+  size_t writeWith(size_t n, Fill&& fill);
   ChannelHeader* header_;
   std::byte* ring_;
   uint64_t capacity_;

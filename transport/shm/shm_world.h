@@ -50,6 +50,12 @@ class SendChannel {
   /// Copies up to `bytes` from src into the channel without blocking; returns how many were accepted
   /// (0 when full). Rings the receiver when it wrote anything.
   virtual size_t write(const void* src, size_t bytes) = 0;
+  /// Produces the bytes in place instead of copying them: like write(), but each contiguous piece of the
+  /// ring is filled by transform(dst, src + offset, n, ctx), and only a multiple of `granule` bytes (an
+  /// element size, at most 8) is accepted. Used to scale a rank's input as it enters the channel.
+  using Transform = void (*)(void* dst, const void* src, size_t bytes, const void* ctx);
+  virtual size_t writeTransformed(const void* src, size_t bytes, size_t granule, Transform transform,
+                                  const void* ctx) = 0;
   /// Bytes that write() could accept right now.
   virtual size_t writable() const = 0;
 };
