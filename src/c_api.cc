@@ -19,6 +19,7 @@
 #include "src/group.h"
 #include "src/store_registry.h"
 #include "src/validate.h"
+#include "src/vector_collectives.h"
 #include "transport/shm/shared_memory.h"
 
 namespace conflux {
@@ -29,10 +30,22 @@ struct Registration {
 };
 }  // namespace conflux
 
+namespace conflux {
+/// One op made by cfxRedOpCreatePreMulSum: its handle is cfxNumOps + its index in cfxComm::premulOps.
+struct PremulOp {
+  bool inUse = false;
+  DataType dtype = DataType::Float32;
+  uint64_t bits = 0;             ///< cfxScalarHostImmediate: the value
+  const void* ptr = nullptr;     ///< cfxScalarDevice: where the value is read at each call
+};
+}  // namespace conflux
+
 struct cfxComm {
   std::unique_ptr<conflux::CommunicatorImpl> impl;
   std::mutex registrationsMutex;
   std::map<void*, std::unique_ptr<conflux::Registration>> registrations;  // by handle
+  std::mutex opsMutex;
+  std::vector<conflux::PremulOp> premulOps;  // slots; destroyed ones are reused
 };
 
 namespace conflux {
@@ -40,24 +53,51 @@ namespace {
 
 thread_local std::string tlsLastError;
 
-cfxResult_t record(const char* fn, const Status& s) {
+cfxResult_t record(const char* fn, const Status& s, const cfxComm* comm = nullptr) {
   if (s.isOk()) return cfxSuccess;
-  tlsLastError = std::string(fn) + ": " + s.message();
+  tlsLastError = std::string(fn);
+  if (comm != nullptr && comm->impl && !comm->impl->name().empty()) tlsLastError += " [comm " + comm->impl->name() + "]";
+  tlsLastError += ": " + s.message();
   CFX_LOG(Info, kAll, "%s", tlsLastError.c_str());
   return static_cast<cfxResult_t>(s.code());
 }
 
+/// Runs `body` and converts its Status or exception into a result code and the last-error message
+/// (which names `comm` when it has a name).
 template <class F>
-cfxResult_t guarded(const char* fn, F&& body) {
+cfxResult_t guarded(const char* fn, F&& body, const cfxComm* comm = nullptr) {
   try {
-    return record(fn, body());
+    return record(fn, body(), comm);
   } catch (const Error& e) {
-    return record(fn, e.status());
+    return record(fn, e.status(), comm);
   } catch (const std::bad_alloc&) {
-    return record(fn, Status(Code::SystemError, "out of memory"));
+    return record(fn, Status(Code::SystemError, "out of memory"), comm);
   } catch (const std::exception& e) {
-    return record(fn, Status(Code::InternalError, e.what()));
+    return record(fn, Status(Code::InternalError, e.what()), comm);
   }
+}
+
+/// The per-communicator settings of a cfxConfig_t (NULL: none), each bad field named.
+Status readConfig(const cfxConfig_t* config, CommOptions& out, int* splitShare) {
+  if (config == nullptr) return Status::ok();
+  if (config->magic != CFX_CONFIG_MAGIC || config->size < sizeof(cfxConfig_t)) {
+    return Status(Code::InvalidArgument, "config: not initialised with CFX_CONFIG_INITIALIZER (magic " +
+                                             std::to_string(config->magic) + ", size " + std::to_string(config->size) + ")");
+  }
+  if (config->timeoutMs != CFX_CONFIG_UNDEF_INT) {
+    if (config->timeoutMs < 1) {
+      return Status(Code::InvalidArgument, "config->timeoutMs: " + std::to_string(config->timeoutMs) + " must be >= 1");
+    }
+    out.timeoutMs = config->timeoutMs;
+  }
+  if (config->commName != nullptr) out.name = std::string(config->commName).substr(0, 63);
+  if (splitShare != nullptr && config->splitShare != CFX_CONFIG_UNDEF_INT) {
+    if (config->splitShare != 0 && config->splitShare != 1) {
+      return Status(Code::InvalidArgument, "config->splitShare: " + std::to_string(config->splitShare) + " must be 0 or 1");
+    }
+    *splitShare = config->splitShare;
+  }
+  return Status::ok();
 }
 
 Status checkComm(const cfxComm* comm) {
@@ -77,11 +117,36 @@ Status checkStream(cfxStream_t stream, bool touchesDevice) {
   return Status::ok();
 }
 
+/// A PreMulSum handle of `comm` (op >= cfxNumOps) into a.op and a's scalar; checks it matches dtype.
+Status resolvePremul(cfxComm_t comm, int op, int dtype, CallArgs& a) {
+  std::lock_guard<std::mutex> lock(comm->opsMutex);
+  const size_t slot = static_cast<size_t>(op) - cfxNumOps;
+  if (op < cfxNumOps || slot >= comm->premulOps.size() || !comm->premulOps[slot].inUse) {
+    return Status(Code::InvalidArgument, "op: " + std::to_string(op) + " is neither a built-in cfxRedOp_t (0.." +
+                                             std::to_string(cfxNumOps - 1) +
+                                             ") nor a live cfxRedOpCreatePreMulSum op of this communicator");
+  }
+  const PremulOp& p = comm->premulOps[slot];
+  if (static_cast<int>(p.dtype) != dtype) {
+    return Status(Code::InvalidArgument, "op: the pre-multiplied sum was created for " + std::string(dataTypeName(p.dtype)) +
+                                             ", but datatype is " +
+                                             std::string(dataTypeName(static_cast<DataType>(dtype))));
+  }
+  a.op = RedOp::PreMulSum;
+  a.scalarBits = p.bits;
+  a.scalarPtr = p.ptr;
+  return Status::ok();
+}
+
 cfxResult_t collective(const char* fn, CallArgs a, int dtype, int op, bool needsOp, cfxComm_t comm,
                        cfxStream_t stream) {
   return guarded(fn, [&]() -> Status {
     if (Status s = checkComm(comm); !s) return s;
-    if (Status s = validateEnums(dtype, op, needsOp); !s) return s;
+    const bool premul = needsOp && op >= cfxNumOps;
+    if (Status s = validateEnums(dtype, premul ? 0 : op, needsOp); !s) return s;
+    if (premul) {
+      if (Status s = resolvePremul(comm, op, dtype, a); !s) return s;
+    }
     if (Status s = checkStream(stream, stream != nullptr && (placeOf(a.send).space == MemSpace::Cuda ||
                                                              placeOf(a.recv).space == MemSpace::Cuda));
         !s) {
@@ -89,14 +154,36 @@ cfxResult_t collective(const char* fn, CallArgs a, int dtype, int op, bool needs
     }
     a.stream = stream;
     a.dtype = static_cast<DataType>(dtype);
-    a.op = needsOp ? static_cast<RedOp>(op) : RedOp::Sum;
+    if (!premul) a.op = needsOp ? static_cast<RedOp>(op) : RedOp::Sum;
     if (Status s = validateCollective(a, comm->impl->rank(), comm->impl->nranks()); !s) return s;
     if (group::active()) {
       group::enqueue(comm->impl.get(), a);
       return Status::ok();
     }
     return comm->impl->run(a);
-  });
+  }, comm);
+}
+
+/// Gather, scatter and all-to-all-v: a batch of sends and receives (src/vector_collectives.h).
+template <class MakeOps>
+cfxResult_t vectorCollective(const char* fn, VectorCall c, int dtype, cfxComm_t comm, cfxStream_t stream,
+                             MakeOps&& makeOps) {
+  return guarded(fn, [&]() -> Status {
+    if (Status s = checkComm(comm); !s) return s;
+    if (Status s = validateEnums(dtype, 0, false); !s) return s;
+    c.dtype = static_cast<DataType>(dtype);
+    c.stream = stream;
+    std::vector<P2pOp> ops;
+    if (Status s = makeOps(c, comm->impl->rank(), comm->impl->nranks(), ops); !s) return s;
+    bool device = false;
+    for (const P2pOp& op : ops) device |= placeOf(op.buf).space == MemSpace::Cuda;
+    if (Status s = checkStream(stream, stream != nullptr && device); !s) return s;
+    if (group::active()) {
+      for (const P2pOp& op : ops) group::enqueue(comm->impl.get(), op);
+      return Status::ok();
+    }
+    return comm->impl->runP2p(ops);
+  }, comm);
 }
 
 cfxResult_t pointToPoint(const char* fn, bool isSend, const void* buf, size_t count, int dtype, int peer,
@@ -113,7 +200,23 @@ cfxResult_t pointToPoint(const char* fn, bool isSend, const void* buf, size_t co
       return Status::ok();
     }
     return comm->impl->runP2p({op});
-  });
+  }, comm);
+}
+
+/// The body of cfxCommInitRank and cfxCommInitRankConfig.
+Status initRank(cfxComm_t* comm, int nranks, const cfxUniqueId& commId, int rank, const cfxConfig_t* config) {
+  if (comm == nullptr) return Status(Code::InvalidArgument, "comm is NULL");
+  if (nranks < 1) return Status(Code::InvalidArgument, "nranks: " + std::to_string(nranks) + " must be >= 1");
+  if (rank < 0 || rank >= nranks) {
+    return Status(Code::InvalidArgument, "rank: " + std::to_string(rank) + " is not in [0, " + std::to_string(nranks) + ")");
+  }
+  CommOptions options;
+  if (Status s = readConfig(config, options, nullptr); !s) return s;
+  bootstrap::UniqueId id = bootstrap::decode(commId);
+  auto c = std::make_unique<cfxComm>();
+  c->impl = CommunicatorImpl::create(id, nranks, rank, claimRendezvous(id), options);
+  *comm = c.release();
+  return Status::ok();
 }
 
 }  // namespace
@@ -134,25 +237,94 @@ cfxResult_t cfxGetVersion(int* version) {
 cfxResult_t cfxGetUniqueId(cfxUniqueId* uniqueId) {
   return guarded("cfxGetUniqueId", [&]() -> Status {
     if (uniqueId == nullptr) return Status(Code::InvalidArgument, "uniqueId is NULL");
-    *uniqueId = bootstrap::encode(startRendezvous());
+    *uniqueId = bootstrap::encode(startRendezvous(/*allLocal=*/true));
+    return Status::ok();
+  });
+}
+
+cfxResult_t cfxGetUniqueIdForNodes(cfxUniqueId* uniqueId, int spansNodes) {
+  return guarded("cfxGetUniqueIdForNodes", [&]() -> Status {
+    if (uniqueId == nullptr) return Status(Code::InvalidArgument, "uniqueId is NULL");
+    *uniqueId = bootstrap::encode(startRendezvous(/*allLocal=*/spansNodes == 0));
     return Status::ok();
   });
 }
 
 cfxResult_t cfxCommInitRank(cfxComm_t* comm, int nranks, cfxUniqueId commId, int rank) {
   if (comm != nullptr) *comm = nullptr;
-  return guarded("cfxCommInitRank", [&]() -> Status {
-    if (comm == nullptr) return Status(Code::InvalidArgument, "comm is NULL");
-    if (nranks < 1) return Status(Code::InvalidArgument, "nranks: " + std::to_string(nranks) + " must be >= 1");
-    if (rank < 0 || rank >= nranks) {
-      return Status(Code::InvalidArgument, "rank: " + std::to_string(rank) + " is not in [0, " + std::to_string(nranks) + ")");
+  return guarded("cfxCommInitRank", [&]() -> Status { return initRank(comm, nranks, commId, rank, nullptr); });
+}
+
+cfxResult_t cfxCommInitRankConfig(cfxComm_t* comm, int nranks, cfxUniqueId commId, int rank,
+                                  const cfxConfig_t* config) {
+  if (comm != nullptr) *comm = nullptr;
+  return guarded("cfxCommInitRankConfig", [&]() -> Status { return initRank(comm, nranks, commId, rank, config); });
+}
+
+cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* newcomm, const cfxConfig_t* config) {
+  if (newcomm != nullptr) *newcomm = nullptr;
+  return guarded("cfxCommSplit", [&]() -> Status {
+    if (Status s = checkComm(comm); !s) return s;
+    if (newcomm == nullptr) return Status(Code::InvalidArgument, "newcomm is NULL");
+    if (color < 0 && color != CFX_SPLIT_NOCOLOR) {
+      return Status(Code::InvalidArgument, "color: " + std::to_string(color) + " must be >= 0 or CFX_SPLIT_NOCOLOR");
     }
-    bootstrap::UniqueId id = bootstrap::decode(commId);
+    if (group::active()) return Status(Code::InvalidUsage, "cfxCommSplit cannot be called inside a group");
+    CommOptions options;
+    int share = 1;
+    if (Status s = readConfig(config, options, &share); !s) return s;
+    std::unique_ptr<CommunicatorImpl> child = comm->impl->split(color, key, options, share == 1);
+    if (child == nullptr) return Status::ok();
     auto c = std::make_unique<cfxComm>();
-    c->impl = CommunicatorImpl::create(id, nranks, rank, claimRendezvous(id));
-    *comm = c.release();
+    c->impl = std::move(child);
+    *newcomm = c.release();
     return Status::ok();
-  });
+  }, comm);
+}
+
+cfxResult_t cfxRedOpCreatePreMulSum(cfxRedOp_t* op, void* scalar, cfxDataType_t datatype,
+                                    cfxScalarResidence_t residence, cfxComm_t comm) {
+  return guarded("cfxRedOpCreatePreMulSum", [&]() -> Status {
+    if (Status s = checkComm(comm); !s) return s;
+    if (op == nullptr) return Status(Code::InvalidArgument, "op is NULL");
+    if (scalar == nullptr) return Status(Code::InvalidArgument, "scalar is NULL");
+    if (Status s = validateEnums(datatype, 0, false); !s) return s;
+    if (residence != cfxScalarDevice && residence != cfxScalarHostImmediate) {
+      return Status(Code::InvalidArgument, "residence: " + std::to_string(static_cast<int>(residence)) +
+                                               " is not a cfxScalarResidence_t");
+    }
+    PremulOp p;
+    p.inUse = true;
+    p.dtype = static_cast<DataType>(datatype);
+    if (residence == cfxScalarHostImmediate) {
+      std::memcpy(&p.bits, scalar, dataTypeSize(p.dtype));
+    } else {
+      p.ptr = scalar;
+    }
+    std::lock_guard<std::mutex> lock(comm->opsMutex);
+    size_t slot = 0;
+    while (slot < comm->premulOps.size() && comm->premulOps[slot].inUse) ++slot;
+    if (slot >= static_cast<size_t>(cfxMaxRedOp) - cfxNumOps) return Status(Code::InvalidUsage, "too many live ops");
+    if (slot == comm->premulOps.size()) comm->premulOps.push_back(p);
+    else comm->premulOps[slot] = p;
+    *op = static_cast<cfxRedOp_t>(cfxNumOps + static_cast<int>(slot));
+    return Status::ok();
+  }, comm);
+}
+
+cfxResult_t cfxRedOpDestroy(cfxRedOp_t op, cfxComm_t comm) {
+  return guarded("cfxRedOpDestroy", [&]() -> Status {
+    if (Status s = checkComm(comm); !s) return s;
+    std::lock_guard<std::mutex> lock(comm->opsMutex);
+    const int v = static_cast<int>(op);
+    const size_t slot = static_cast<size_t>(v) - cfxNumOps;
+    if (v < cfxNumOps || slot >= comm->premulOps.size() || !comm->premulOps[slot].inUse) {
+      return Status(Code::InvalidArgument, "op: " + std::to_string(v) +
+                                               " is not a live cfxRedOpCreatePreMulSum op of this communicator");
+    }
+    comm->premulOps[slot] = PremulOp{};
+    return Status::ok();
+  }, comm);
 }
 
 cfxResult_t cfxCommInitFromEnv(cfxComm_t* comm) {
@@ -311,6 +483,39 @@ cfxResult_t cfxAllToAll(const void* sendbuff, void* recvbuff, size_t count, cfxD
                         cfxComm_t comm, cfxStream_t stream) {
   CallArgs a{Collective::AllToAll, sendbuff, recvbuff, count};
   return collective("cfxAllToAll", a, datatype, 0, false, comm, stream);
+}
+
+cfxResult_t cfxGather(const void* sendbuff, void* recvbuff, size_t sendcount, cfxDataType_t datatype, int root,
+                      cfxComm_t comm, cfxStream_t stream) {
+  VectorCall c;
+  c.send = sendbuff;
+  c.recv = recvbuff;
+  c.count = sendcount;
+  c.root = root;
+  return vectorCollective("cfxGather", c, datatype, comm, stream, gatherOps);
+}
+
+cfxResult_t cfxScatter(const void* sendbuff, void* recvbuff, size_t recvcount, cfxDataType_t datatype, int root,
+                       cfxComm_t comm, cfxStream_t stream) {
+  VectorCall c;
+  c.send = sendbuff;
+  c.recv = recvbuff;
+  c.count = recvcount;
+  c.root = root;
+  return vectorCollective("cfxScatter", c, datatype, comm, stream, scatterOps);
+}
+
+cfxResult_t cfxAllToAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[], void* recvbuff,
+                         const size_t recvcounts[], const size_t rdispls[], cfxDataType_t datatype, cfxComm_t comm,
+                         cfxStream_t stream) {
+  VectorCall c;
+  c.send = sendbuff;
+  c.recv = recvbuff;
+  c.sendCounts = sendcounts;
+  c.sendDispls = sdispls;
+  c.recvCounts = recvcounts;
+  c.recvDispls = rdispls;
+  return vectorCollective("cfxAllToAllv", c, datatype, comm, stream, allToAllvOps);
 }
 
 cfxResult_t cfxSend(const void* sendbuff, size_t count, cfxDataType_t datatype, int peer, cfxComm_t comm,

@@ -43,34 +43,89 @@ bool samePlanParams(const PlanParams& a, const PlanParams& b) {
          a.chunkBytes == b.chunkBytes && a.layout == b.layout;
 }
 
-ExecCall execCallOf(const CallArgs& a) {
+/// The executor's view of a call; `scalar` is the PreMulSum scalar in host memory (null otherwise).
+ExecCall execCallOf(const CallArgs& a, const void* scalar) {
   ExecCall call;
   call.coll = a.coll;
   call.dtype = a.dtype;
   call.op = a.op;
   call.root = a.root;
   call.count = a.count;
+  call.scalar = a.op == RedOp::PreMulSum ? scalar : nullptr;
   return call;
 }
+
+/// (color, key) of one rank in cfxCommSplit's exchange.
+struct SplitEntry {
+  int32_t color;
+  int32_t key;
+};
 
 }  // namespace
 
 std::unique_ptr<CommunicatorImpl> CommunicatorImpl::create(const bootstrap::UniqueId& id, int nranks, int rank,
-                                                   std::shared_ptr<bootstrap::StoreServer> server) {
+                                                           std::shared_ptr<bootstrap::StoreServer> server,
+                                                           const CommOptions& options) {
   std::unique_ptr<CommunicatorImpl> comm(new CommunicatorImpl());
-  comm->init(id, nranks, rank, std::move(server));
+  comm->init(id, nranks, rank, std::move(server), options);
   return comm;
+}
+
+std::unique_ptr<CommunicatorImpl> CommunicatorImpl::split(int color, int key, CommOptions options, bool shareCosts) {
+  // 1. Every rank's (color, key), over this communicator.
+  const SplitEntry mine{color < 0 ? -1 : color, key};
+  std::vector<SplitEntry> all(static_cast<size_t>(nranks_));
+  CallArgs g;
+  g.coll = Collective::AllGather;
+  g.send = &mine;
+  g.recv = all.data();
+  g.count = sizeof(SplitEntry);
+  g.dtype = DataType::Uint8;
+  if (Status s = run(g); !s) throw Error(s.code(), "cfxCommSplit: exchanging colors: " + s.message());
+  // 2. This rank's group, ordered by key then by rank here; its first member hosts the new rendezvous.
+  std::vector<int> members;
+  if (mine.color >= 0) {
+    for (int r = 0; r < nranks_; ++r) {
+      if (all[r].color == mine.color) members.push_back(r);
+    }
+    std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[a].key < all[b].key; });
+  }
+  const bool leader = !members.empty() && members.front() == rank_;
+  // 3. The leaders' unique ids, over this communicator (zeros from everyone else). A group that spans
+  // nodes needs a store the other nodes reach: the leader binds it as a multi-node job would.
+  cfxUniqueId out{};
+  std::shared_ptr<bootstrap::StoreServer> server;
+  bootstrap::UniqueId id;
+  if (leader) {
+    server = bootstrap::StoreServer::startForNewJob(/*allLocal=*/numNodes_ == 1);
+    id = server->uniqueId();
+    out = bootstrap::encode(id);
+  }
+  std::vector<cfxUniqueId> ids(static_cast<size_t>(nranks_));
+  g.send = &out;
+  g.recv = ids.data();
+  g.count = sizeof(cfxUniqueId);
+  if (Status s = run(g); !s) throw Error(s.code(), "cfxCommSplit: exchanging the new communicators' ids: " + s.message());
+  if (members.empty()) return nullptr;
+  if (!leader) id = bootstrap::decode(ids[members.front()]);
+  const int newRank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  if (options.timeoutMs < 0) options.timeoutMs = env_.timeoutMs;
+  if (shareCosts && numNodes_ > 1) options.costs = selector_.costParams();
+  CFX_INFO(kInit, "rank %d: split color %d key %d -> rank %d of %zu", rank_, color, key, newRank, members.size());
+  return create(id, static_cast<int>(members.size()), newRank, std::move(server), options);
 }
 
 CommunicatorImpl::~CommunicatorImpl() = default;
 
 void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
-                        std::shared_ptr<bootstrap::StoreServer> server) {
+                            std::shared_ptr<bootstrap::StoreServer> server, const CommOptions& options) {
   rank_ = rank;
   nranks_ = nranks;
+  name_ = options.name;
   log::reloadConfig();  // CONFLUX_DEBUG may have changed since the process first logged
   log::setThreadRank(rank);
-  const int timeoutMs = static_cast<int>(config::getInt(config::Var::TIMEOUT_MS));
+  const int timeoutMs = options.timeoutMs >= 0 ? options.timeoutMs
+                                               : static_cast<int>(config::getInt(config::Var::TIMEOUT_MS));
   selector_ = Selector(config::getString(config::Var::ALGO));
 
   auto client = std::make_unique<bootstrap::StoreClient>(id, std::chrono::milliseconds(timeoutMs));
@@ -149,9 +204,13 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
                                                       : "the provider's first domain";
     CFX_INFO(kInit, "rank %d: %d node(s), inter-node messages over ofi provider %s, rail domains %s (%s)", rank_,
              numNodes_, net_->capabilities().provider.c_str(), rails.c_str(), why.c_str());
-    // The cost model, the same on every rank (rank 0's probe or file).
-    selector_.setCostParams(calibrateCostModel(rank_, *nodeLayout_, net_.get(), rails + "@" + o.localAddress,
-                                               chunkBytes_, [&](const std::vector<uint8_t>& v) { return boot.allGather(v); }));
+    // The cost model, the same on every rank (rank 0's probe or file; a split child's parent's).
+    if (options.costs) {
+      selector_.setCostParams(*options.costs);
+    } else {
+      selector_.setCostParams(calibrateCostModel(rank_, *nodeLayout_, net_.get(), rails + "@" + o.localAddress,
+                                                 chunkBytes_, [&](const std::vector<uint8_t>& v) { return boot.allGather(v); }));
+    }
   }
 #endif
 
@@ -192,8 +251,9 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   // all have left, so that its store can go away without stranding a slow rank mid-barrier.
   boot.barrier();
   boot.finish(server != nullptr);
-  CFX_INFO(kInit, "rank %d/%d ready: local rank %d/%d, %d node(s), shm staging %zu bytes", rank_, nranks_,
-           localRank_, localSize_, numNodes_, static_cast<size_t>(stagingBytes_));
+  CFX_INFO(kInit, "rank %d/%d ready%s%s: local rank %d/%d, %d node(s), shm staging %zu bytes, timeout %d ms", rank_,
+           nranks_, name_.empty() ? "" : " in comm ", name_.c_str(), localRank_, localSize_, numNodes_,
+           static_cast<size_t>(stagingBytes_), timeoutMs);
 }
 
 const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& p, uint64_t bytes, bool peerBuffers) {
@@ -266,8 +326,12 @@ DeviceCalls& CommunicatorImpl::device() {
 
 Status CommunicatorImpl::runLocked(const CallArgs& a) {
   const auto elt = static_cast<uint32_t>(dataTypeSize(a.dtype));
+  uint64_t scalar = a.scalarBits;  // PreMulSum: the executor reads the scalar from here
+  if (a.op == RedOp::PreMulSum && a.scalarPtr != nullptr && !readSmallValue(&scalar, a.scalarPtr, elt)) {
+    return Status(Code::CudaError, "op: cannot read the PreMulSum scalar from device memory");
+  }
   if (numNodes_ == 1 && eagerInputBytes(a.coll, a.count, elt, nranks_) <= eagerBytes_ && !selector_.forces(a.coll)) {
-    return runEagerCall(a);
+    return runEagerCall(a, &scalar);
   }
 
   PlanParams p;
@@ -300,18 +364,19 @@ Status CommunicatorImpl::runLocked(const CallArgs& a) {
   bufs.send = static_cast<const std::byte*>(a.send);
   bufs.recv = static_cast<std::byte*>(a.recv);
   bufs.scratch = scratch_.data();
-  return execute(*plan, bufs, execCallOf(a));
+  return execute(*plan, bufs, execCallOf(a, &scalar));
 }
 
 Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& sizes, ExecBuffers& bufs, bool& direct) {
   direct = false;
-  if (!direct_) return Status::ok();
+  // PreMulSum scales each input where its owner reads it; direct plans read peers' inputs.
+  if (!direct_ || a.op == RedOp::PreMulSum) return Status::ok();
   if (auto forced = selector_.forced(a.coll); forced && *forced != Algo::Direct) return Status::ok();
   if (!direct_->publish(a.coll, a.root, a.send, sizes.send, a.recv, sizes.recv)) {
     world_->barrierArrive();  // counted like everyone's; the answer (no) needs no waiting
     return Status::ok();
   }
-  ExecCall call = execCallOf(a);
+  ExecCall call = execCallOf(a, nullptr);
   call.seq = seq_ + 1;  // the call this barrier opens
   if (Status s = conflux::execute(entryBarrier_, ExecBuffers{}, call, env_, work_); !s) return failed(s);
   try {
@@ -322,7 +387,7 @@ Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& siz
   return Status::ok();
 }
 
-Status CommunicatorImpl::runEagerCall(const CallArgs& a) {
+Status CommunicatorImpl::runEagerCall(const CallArgs& a, const void* scalar) {
   CFX_INFO(kColl, "%s count=%llu %s %s root=%d: eager (input fits an eager slot of %llu bytes)",
            std::string(collectiveName(a.coll)).c_str(), static_cast<unsigned long long>(a.count),
            std::string(dataTypeName(a.dtype)).c_str(), std::string(redOpName(a.op)).c_str(), a.root,
@@ -335,6 +400,7 @@ Status CommunicatorImpl::runEagerCall(const CallArgs& a) {
   c.count = a.count;
   c.send = a.send;
   c.recv = a.recv;
+  c.scalar = a.op == RedOp::PreMulSum ? scalar : nullptr;
   c.eagerSeq = ++eagerSeq_;
   c.callSeq = ++seq_;
   Status s = runEager(c, env_, work_);

@@ -8,6 +8,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,19 @@ struct CallArgs {
   RedOp op = RedOp::Sum;
   int root = 0;
   void* stream = nullptr;  ///< cudaStream_t for device buffers
+  /// PreMulSum (op == RedOp::PreMulSum): this rank's scalar, one value of dtype, in the low bytes of
+  /// scalarBits, or at scalarPtr when that is set (read when the call runs: host memory for host buffers,
+  /// device memory for device buffers).
+  uint64_t scalarBits = 0;
+  const void* scalarPtr = nullptr;
+};
+
+/// Per-communicator settings (cfxConfig_t resolved against the environment).
+struct CommOptions {
+  int timeoutMs = -1;  ///< -1: CONFLUX_TIMEOUT_MS
+  std::string name;    ///< shown in log lines and error messages; empty: none
+  /// A split child's inherited cost model (skips calibration); empty: calibrate as usual.
+  std::optional<CostParams> costs;
 };
 
 /// One send or receive of a point-to-point batch.
@@ -57,8 +71,21 @@ class CommunicatorImpl {
   /// Joins the communicator described by `id` (collective over all ranks). `server` keeps the rendezvous
   /// store alive when this process hosts it. Throws Error.
   static std::unique_ptr<CommunicatorImpl> create(const bootstrap::UniqueId& id, int nranks, int rank,
-                                              std::shared_ptr<bootstrap::StoreServer> server);
+                                                  std::shared_ptr<bootstrap::StoreServer> server,
+                                                  const CommOptions& options = {});
   ~CommunicatorImpl();
+
+  /// cfxCommSplit on this rank: exchanges (color, key) and the new communicators' ids over this one, then
+  /// joins its color's communicator (collective over that color); null for CFX_SPLIT_NOCOLOR (< 0).
+  /// `options.costs` is filled from this communicator when `shareCosts`. Throws Error.
+  std::unique_ptr<CommunicatorImpl> split(int color, int key, CommOptions options, bool shareCosts);
+
+  /// The configured name ("" when none).
+  const std::string& name() const { return name_; }
+  /// The timeout calls wait for a stuck peer (ms).
+  int timeoutMs() const { return env_.timeoutMs; }
+  /// Ranks span more than one node.
+  bool spansNodes() const { return numNodes_ > 1; }
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
@@ -78,7 +105,7 @@ class CommunicatorImpl {
  private:
   CommunicatorImpl() = default;
   void init(const bootstrap::UniqueId& id, int nranks, int rank,
-            std::shared_ptr<bootstrap::StoreServer> server);
+            std::shared_ptr<bootstrap::StoreServer> server, const CommOptions& options);
   struct CachedPlan {
     PlanParams params;
     bool peerBuffers = false;
@@ -91,13 +118,14 @@ class CommunicatorImpl {
   /// Steps 1-3 of src/direct_call.h: whether this call runs direct (then `bufs` has the peer tables).
   Status agreeOnDirect(const CallArgs& a, const BufferSizes& sizes, ExecBuffers& bufs, bool& direct);
   Status execute(const Plan& plan, const ExecBuffers& bufs, ExecCall call);
-  Status runEagerCall(const CallArgs& a);
+  Status runEagerCall(const CallArgs& a, const void* scalar);
   Status runLocked(const CallArgs& a);
   Status runP2pLocked(const std::vector<P2pOp>& ops);
   /// The device-buffer path, made at the first call that touches CUDA memory (null until then).
   DeviceCalls& device();
   Status failed(const Status& s);
 
+  std::string name_;
   int rank_ = 0;
   int nranks_ = 1;
   int localRank_ = 0;

@@ -175,6 +175,18 @@ Status DeviceCalls::runStaged(const CallArgs& a, const Places& places) {
   if (recvDev) st.args.recv = base + l.recvOffset;
   st.deviceSend = sendDev ? a.send : nullptr;
   st.deviceRecv = recvDev ? a.recv : nullptr;
+  if (a.op == RedOp::PreMulSum && a.scalarPtr != nullptr) {
+    // A device-resident scalar is read in stream order (a copy to pageable memory returns once done).
+    st.args.scalarPtr = nullptr;
+    if (placeOf(a.scalarPtr).space == MemSpace::Cuda) {
+      if (cudaError_t e = cudaMemcpyAsync(&st.args.scalarBits, a.scalarPtr, dataTypeSize(a.dtype), cudaMemcpyDeviceToHost,
+                                          streamOf(a.stream)); e != cudaSuccess) {
+        return cudaFailure("op: read the PreMulSum scalar", e);
+      }
+    } else {
+      std::memcpy(&st.args.scalarBits, a.scalarPtr, dataTypeSize(a.dtype));
+    }
+  }
   // Element-wise collectives whose contiguous pieces are collectives of their own can overlap the
   // copies with the transfer; the others (all-gather, reduce-scatter, all-to-all) move in one piece.
   const bool pieceWise = a.coll == Collective::AllReduce || a.coll == Collective::Reduce ||

@@ -135,6 +135,17 @@ Status DeviceCalls::runIpc(const CallArgs& a) {
   cuda::IpcAllReduceCall c;
   c.type = a.dtype;
   c.op = a.op == RedOp::Avg ? RedOp::Sum : a.op;
+  if (a.op == RedOp::PreMulSum) {  // the kernels scale this rank's input as they publish it
+    c.premul = true;
+    c.scalarBits = a.scalarBits;
+    if (a.scalarPtr != nullptr) {
+      if (placeOf(a.scalarPtr).space == MemSpace::Cuda) {
+        c.scalarDevice = a.scalarPtr;
+      } else if (!readSmallValue(&c.scalarBits, a.scalarPtr, elt)) {
+        return Status(Code::CudaError, "op: cannot read the PreMulSum scalar");
+      }
+    }
+  }
   c.rank = setup_.rank;
   c.nranks = setup_.nranks;
   c.root = a.root;

@@ -2,6 +2,7 @@
 #include "src/device_memory.h"
 
 #include <atomic>
+#include <cstring>
 
 #if CONFLUX_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -39,9 +40,27 @@ BufferPlace placeOf(const void* ptr) {
   if (attr.type == cudaMemoryTypeDevice) return {MemSpace::Cuda, attr.device};
   return {};
 }
+
+bool readSmallValue(void* dst, const void* src, size_t bytes) {
+  if (placeOf(src).space != MemSpace::Cuda) {
+    std::memcpy(dst, src, bytes);
+    return true;
+  }
+  // Synchronous, after the work already queued on the legacy default stream: the host path runs the
+  // collective right away, so the value must be final now.
+  if (cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
 #else
 bool cudaUsable() { return false; }
 BufferPlace placeOf(const void*) { return {}; }
+bool readSmallValue(void* dst, const void* src, size_t bytes) {
+  std::memcpy(dst, src, bytes);
+  return true;
+}
 #endif
 
 }  // namespace conflux

@@ -21,9 +21,9 @@ Registry& registry() {
 
 }  // namespace
 
-bootstrap::UniqueId startRendezvous() {
-  // Loopback unless CONFLUX_SOCKET_IFNAME names an interface: the id must carry an address peers reach.
-  auto server = bootstrap::StoreServer::startForNewJob(/*allLocal=*/true);
+bootstrap::UniqueId startRendezvous(bool allLocal) {
+  // The id must carry an address the peers reach (bootstrap::pickBindHost).
+  auto server = bootstrap::StoreServer::startForNewJob(allLocal);
   bootstrap::UniqueId id = server->uniqueId();
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);

@@ -9,8 +9,9 @@
 
 namespace conflux {
 
-/// Starts a store on the address chosen by CONFLUX_SOCKET_IFNAME (default loopback) and returns its id.
-bootstrap::UniqueId startRendezvous();
+/// Starts a store on the address chosen by CONFLUX_SOCKET_IFNAME (default: loopback when @p allLocal, else
+/// the first interface that is not loopback) and returns its id.
+bootstrap::UniqueId startRendezvous(bool allLocal);
 
 /// The store for `id` if this process started it (removed from the registry), else null.
 std::shared_ptr<bootstrap::StoreServer> claimRendezvous(const bootstrap::UniqueId& id);

@@ -34,6 +34,12 @@ Status validateEnums(int dtype, int op, bool needsOp) {
 Status validateCollective(const CallArgs& a, int rank, int nranks) {
   const std::string name(collectiveName(a.coll));
   const uint64_t elt = dataTypeSize(a.dtype);
+  const bool reduces = a.coll == Collective::AllReduce || a.coll == Collective::Reduce ||
+                       a.coll == Collective::ReduceScatter;
+  if (reduces && !opAppliesTo(a.op, a.dtype)) {
+    return bad("op: " + std::string(redOpName(a.op)) + " is defined for integer datatypes only (datatype is " +
+               std::string(dataTypeName(a.dtype)) + ")");
+  }
   bool rooted = a.coll == Collective::Reduce || a.coll == Collective::Broadcast;
   if (rooted && (a.root < 0 || a.root >= nranks)) {
     return bad(name + ": root " + std::to_string(a.root) + " is not a rank in [0, " + std::to_string(nranks) + ")");

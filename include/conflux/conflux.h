@@ -62,16 +62,31 @@ typedef enum {
   cfxNumTypes = 10
 } cfxDataType_t;
 
-/// Reduction operations. Values match ncclRedOp_t. float16 and bfloat16 accumulate in float32 and round
-/// to nearest even; integer avg is the truncated quotient of the (wrapping) sum.
+/// Reduction operations. Values 0..4 match ncclRedOp_t. float16 and bfloat16 accumulate in float32 and
+/// round to nearest even; integer avg is the truncated quotient of the (wrapping) sum. The bitwise ops
+/// apply to integer datatypes only (cfxInvalidArgument otherwise). Values from cfxNumOps up are
+/// pre-multiplied sums made by cfxRedOpCreatePreMulSum, valid on the communicator that made them.
 typedef enum {
   cfxSum = 0,
   cfxProd = 1,
   cfxMax = 2,
   cfxMin = 3,
   cfxAvg = 4,
-  cfxNumOps = 5
+  cfxBand = 5,  ///< bitwise and (integer types)
+  cfxBor = 6,   ///< bitwise or (integer types)
+  cfxBxor = 7,  ///< bitwise exclusive or (integer types)
+  cfxNumOps = 8,
+  cfxMaxRedOp = 0x7fffffff  ///< keeps the enum 32 bits wide for the values of pre-multiplied sums
 } cfxRedOp_t;
+
+/// Where the scalar of a pre-multiplied sum lives (values match ncclScalarResidence_t).
+typedef enum {
+  /// The scalar pointer is read when each call runs: host memory for calls on host buffers, device
+  /// memory of the buffers' GPU for calls on device buffers (read by the kernel, in stream order).
+  cfxScalarDevice = 0,
+  /// The value is copied when the op is created; the pointer may be reused at once.
+  cfxScalarHostImmediate = 1
+} cfxScalarResidence_t;
 
 /// Size of the opaque unique id, as NCCL's.
 #define CFX_UNIQUE_ID_BYTES 128
@@ -85,6 +100,37 @@ typedef struct {
 /// Opaque communicator handle.
 typedef struct cfxComm* cfxComm_t;
 
+/// "Not set" for the integer fields of cfxConfig_t: the environment's value (or the default) applies.
+#define CFX_CONFIG_UNDEF_INT (-2147483647 - 1)
+
+/// Per-communicator settings for cfxCommInitRankConfig and cfxCommSplit. Start from
+/// CFX_CONFIG_INITIALIZER and set only what you need; unset fields take the CONFLUX_* environment
+/// variables (docs/environment.md) or their defaults.
+typedef struct {
+  size_t size;           ///< sizeof(cfxConfig_t), set by CFX_CONFIG_INITIALIZER
+  unsigned int magic;    ///< set by CFX_CONFIG_INITIALIZER
+  unsigned int version;  ///< CFX_VERSION_CODE of the header, set by CFX_CONFIG_INITIALIZER
+  /// Milliseconds a rank waits for a stuck peer (or for the other ranks at init) before the call fails
+  /// with cfxTimeout; CFX_CONFIG_UNDEF_INT: CONFLUX_TIMEOUT_MS. Must be >= 1 when set.
+  int timeoutMs;
+  /// A name for the communicator, shown in its log lines and error messages (at most 63 characters
+  /// are kept); NULL: none. The string is copied.
+  const char* commName;
+  /// cfxCommSplit only: 1 lets the child take the parent's measured network costs instead of measuring
+  /// again (the default), 0 measures afresh. CFX_CONFIG_UNDEF_INT: 1.
+  int splitShare;
+} cfxConfig_t;
+
+/// The magic number CFX_CONFIG_INITIALIZER stores in cfxConfig_t::magic.
+#define CFX_CONFIG_MAGIC 0xcf1c0f19u
+
+/// Initialiser of cfxConfig_t: every setting unset.
+#define CFX_CONFIG_INITIALIZER \
+  { sizeof(cfxConfig_t), CFX_CONFIG_MAGIC, CFX_VERSION_CODE, CFX_CONFIG_UNDEF_INT, NULL, CFX_CONFIG_UNDEF_INT }
+
+/// The color that makes cfxCommSplit return no communicator (NULL) to the caller.
+#define CFX_SPLIT_NOCOLOR (-1)
+
 /// Stream handle: a cudaStream_t for device buffers, NULL for host buffers.
 typedef void* cfxStream_t;
 
@@ -96,9 +142,29 @@ CFX_API cfxResult_t cfxGetVersion(int* version);
 /// from the id is destroyed in this process (or the process exits).
 CFX_API cfxResult_t cfxGetUniqueId(cfxUniqueId* uniqueId);
 
+/// cfxGetUniqueId for ranks that may run on several nodes (@p spansNodes != 0): the store listens on
+/// CONFLUX_SOCKET_IFNAME's interface, else on the first interface that is not loopback, so that the
+/// other nodes reach it. cfxGetUniqueId listens on loopback unless CONFLUX_SOCKET_IFNAME is set;
+/// @p spansNodes == 0 behaves like it.
+CFX_API cfxResult_t cfxGetUniqueIdForNodes(cfxUniqueId* uniqueId, int spansNodes);
+
 /// Creates a communicator of @p nranks ranks, this process being @p rank. Collective over all ranks:
 /// blocks until every rank has joined or CONFLUX_TIMEOUT_MS passes.
 CFX_API cfxResult_t cfxCommInitRank(cfxComm_t* comm, int nranks, cfxUniqueId commId, int rank);
+
+/// cfxCommInitRank with per-communicator settings: @p config (may be NULL: all defaults) must come from
+/// CFX_CONFIG_INITIALIZER; a bad field fails with cfxInvalidArgument naming it.
+CFX_API cfxResult_t cfxCommInitRankConfig(cfxComm_t* comm, int nranks, cfxUniqueId commId, int rank,
+                                          const cfxConfig_t* config);
+
+/// Splits @p comm, as ncclCommSplit does: collective over every rank of @p comm; ranks passing the same
+/// @p color form a new communicator, ranked by @p key (ties by rank in @p comm). A rank passing
+/// CFX_SPLIT_NOCOLOR gets *newcomm = NULL. The new communicators meet through @p comm itself (no
+/// unique id, launcher or extra port), keep its host identities, and with config->splitShare (the
+/// default) its measured network costs. @p config may be NULL: the new communicator takes @p comm's
+/// timeout and no name. Must not be called inside a group.
+CFX_API cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* newcomm,
+                                 const cfxConfig_t* config);
 
 /// Creates a communicator from the launcher's environment: Open MPI / PMI / PMIx, Slurm, or torchrun-style
 /// variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). See docs/environment.md for the order in which
@@ -153,6 +219,26 @@ CFX_API cfxResult_t cfxReduceScatter(const void* sendbuff, void* recvbuff, size_
 CFX_API cfxResult_t cfxAllToAll(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype,
                                 cfxComm_t comm, cfxStream_t stream);
 
+/// recvbuff on @p root (nranks * sendcount elements) = concatenation of every rank's sendbuff, in rank
+/// order; other ranks' recvbuff is unused (may be NULL). In place on the root when sendbuff == recvbuff +
+/// root * sendcount.
+CFX_API cfxResult_t cfxGather(const void* sendbuff, void* recvbuff, size_t sendcount, cfxDataType_t datatype,
+                              int root, cfxComm_t comm, cfxStream_t stream);
+
+/// Block i (recvcount elements) of @p root's sendbuff (nranks * recvcount elements) lands in rank i's
+/// recvbuff; other ranks' sendbuff is unused (may be NULL). In place on the root when recvbuff ==
+/// sendbuff + root * recvcount.
+CFX_API cfxResult_t cfxScatter(const void* sendbuff, void* recvbuff, size_t recvcount, cfxDataType_t datatype,
+                               int root, cfxComm_t comm, cfxStream_t stream);
+
+/// All-to-all with per-peer counts (MPI_Alltoallv): sendcounts[j] elements from sendbuff + sdispls[j]
+/// go to rank j, and recvcounts[i] elements from rank i land at recvbuff + rdispls[i] (counts and
+/// displacements in elements; each array holds nranks entries). sendcounts[j] on rank i must equal
+/// recvcounts[i] on rank j. The receive regions must not overlap each other or the send buffer.
+CFX_API cfxResult_t cfxAllToAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                                 void* recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                                 cfxDataType_t datatype, cfxComm_t comm, cfxStream_t stream);
+
 /// Sends @p count elements to @p peer. Outside a group it blocks until the peer has received them (or the
 /// data is buffered); inside a group it is queued until cfxGroupEnd.
 CFX_API cfxResult_t cfxSend(const void* sendbuff, size_t count, cfxDataType_t datatype, int peer,
@@ -161,6 +247,17 @@ CFX_API cfxResult_t cfxSend(const void* sendbuff, size_t count, cfxDataType_t da
 /// Receives @p count elements from @p peer. Sizes must match the peer's cfxSend.
 CFX_API cfxResult_t cfxRecv(void* recvbuff, size_t count, cfxDataType_t datatype, int peer, cfxComm_t comm,
                             cfxStream_t stream);
+
+/// Creates a pre-multiplied sum on @p comm (as ncclRedOpCreatePreMulSum): a reduction that sums, over
+/// ranks, each rank's input multiplied by that rank's @p scalar (one value of @p datatype; ranks may pass
+/// different values). The multiplication happens where the input is first read, not in a pass of its
+/// own. Use the returned op with @p datatype only, on @p comm only; release it with cfxRedOpDestroy.
+/// float16/bfloat16 multiply and add in float32 and round once; integers wrap.
+CFX_API cfxResult_t cfxRedOpCreatePreMulSum(cfxRedOp_t* op, void* scalar, cfxDataType_t datatype,
+                                            cfxScalarResidence_t residence, cfxComm_t comm);
+
+/// Releases an op made by cfxRedOpCreatePreMulSum on @p comm (calls already made with it are unaffected).
+CFX_API cfxResult_t cfxRedOpDestroy(cfxRedOp_t op, cfxComm_t comm);
 
 /// Allocates @p size bytes of host memory that the other ranks on this node can map (like ncclMemAlloc).
 /// Collectives whose buffers on every rank come from cfxMemAlloc move every byte once, with no staging

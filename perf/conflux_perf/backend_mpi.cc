@@ -42,6 +42,9 @@ MPI_Op mpiOp(cfxRedOp_t op) {
     case cfxProd: return MPI_PROD;
     case cfxMax: return MPI_MAX;
     case cfxMin: return MPI_MIN;
+    case cfxBand: return MPI_BAND;
+    case cfxBor: return MPI_BOR;
+    case cfxBxor: return MPI_BXOR;
     default: return MPI_SUM;  // sum, and avg before its division
   }
 }

@@ -182,6 +182,7 @@ class NcclBackend final : public Backend {
     const NcclApi& a = api();
     const int dt = static_cast<int>(type);  // ncclInt8 = 0 ... ncclBfloat16 = 9, as cfxDataType_t
     const int rop = static_cast<int>(op);   // ncclSum = 0, ncclProd, ncclMax, ncclMin, ncclAvg = 4, as cfxRedOp_t
+    if (rop > static_cast<int>(cfxAvg)) throw std::runtime_error("the nccl backend has no bitwise reductions");
     const size_t elt = typeSize(type);
     switch (coll) {
       case Coll::AllReduce:

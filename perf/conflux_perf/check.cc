@@ -114,6 +114,9 @@ int64_t inputValue(const CallShape& s, int r, size_t i) {
     }
     case cfxMax:
     case cfxMin:
+    case cfxBand:
+    case cfxBor:
+    case cfxBxor:
       return static_cast<int64_t>((ur * 3 + i) % 7);
     case cfxAvg: {
       // Offsets +1/-1 in pairs of ranks cancel, so the mean is exactly 1 + i % 3.
@@ -134,6 +137,9 @@ int64_t reduced(const CallShape& s, size_t i) {
       case cfxProd: acc *= v; break;
       case cfxMax: acc = v > acc ? v : acc; break;
       case cfxMin: acc = v < acc ? v : acc; break;
+      case cfxBand: acc &= v; break;
+      case cfxBor: acc |= v; break;
+      case cfxBxor: acc ^= v; break;
       default: break;
     }
   }

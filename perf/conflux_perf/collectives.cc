@@ -115,7 +115,8 @@ const Alias kTypeAliases[] = {
     {"float32", cfxFloat32},  {"fp32", cfxFloat32},   {"float64", cfxFloat64}, {"fp64", cfxFloat64},
     {"bf16", cfxBfloat16},
 };
-const char* const kOpNames[] = {"sum", "prod", "max", "min", "avg"};
+const char* const kOpNames[] = {"sum", "prod", "max", "min", "avg", "band", "bor", "bxor"};
+static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == cfxNumOps, "a name for every built-in op");
 }  // namespace
 
 const char* typeName(cfxDataType_t type) {

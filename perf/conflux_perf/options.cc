@@ -206,9 +206,9 @@ ParseStatus parseOptions(int argc, char** argv, Options* opts, std::string* erro
         } else if (parseOp(s, &op)) {
           opts->ops = {op};
         } else {
-          return bad(s == "mulsum" ? "sum, prod, max, min, avg or all (mulsum needs ncclRedOpCreatePreMulSum, "
-                                     "which Conflux does not have)"
-                                   : "sum, prod, max, min, avg or all");
+          return bad(s == "mulsum" ? "sum, prod, max, min, avg, band, bor, bxor or all (conflux-perf does not "
+                                     "measure nccl-tests' mulsum)"
+                                   : "sum, prod, max, min, avg, band, bor, bxor or all");
         }
         break;
       }

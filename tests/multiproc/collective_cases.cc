@@ -111,7 +111,21 @@ class CaseRunner {
                  [&](uint64_t i) { storeValue(c.type, sendPtr, i, inputValue(c.type, c.op, red, rank_, i)); });
     before_.assign(recvPtr, recvPtr + recvCount * elt);
 
+    // A pre-multiplied sum: this rank's op, made for the case and released after it.
+    op_ = c.op;
+    if (c.op == kPreMulSumCase) {
+      uint64_t scalar = 0;
+      storeValue(c.type, &scalar, 0, premulScalar(rank_));
+      if (cfxRedOpCreatePreMulSum(&op_, &scalar, c.type, cfxScalarHostImmediate, comm_) != cfxSuccess) {
+        report(c, std::string("cfxRedOpCreatePreMulSum failed: ") + cfxGetLastError(comm_));
+        return false;
+      }
+    }
     cfxResult_t r = device_ ? callOnDevice(c, sendPtr, recvPtr) : call(c, sendPtr, recvPtr, nullptr);
+    if (c.op == kPreMulSumCase && cfxRedOpDestroy(op_, comm_) != cfxSuccess) {
+      report(c, std::string("cfxRedOpDestroy failed: ") + cfxGetLastError(comm_));
+      return false;
+    }
     if (r != cfxSuccess) {
       report(c, "returned " + std::string(cfxGetErrorString(r)) + ": " + cfxGetLastError(comm_));
       return false;
@@ -134,11 +148,11 @@ class CaseRunner {
  private:
   cfxResult_t call(const Case& c, const void* s, void* r, cfxStream_t stream) {
     switch (c.coll) {
-      case Coll::AllReduce: return cfxAllReduce(s, r, c.count, c.type, c.op, comm_, stream);
-      case Coll::Reduce: return cfxReduce(s, r, c.count, c.type, c.op, c.root, comm_, stream);
+      case Coll::AllReduce: return cfxAllReduce(s, r, c.count, c.type, op_, comm_, stream);
+      case Coll::Reduce: return cfxReduce(s, r, c.count, c.type, op_, c.root, comm_, stream);
       case Coll::Broadcast: return cfxBroadcast(s, r, c.count, c.type, c.root, comm_, stream);
       case Coll::AllGather: return cfxAllGather(s, r, c.count, c.type, comm_, stream);
-      case Coll::ReduceScatter: return cfxReduceScatter(s, r, c.count, c.type, c.op, comm_, stream);
+      case Coll::ReduceScatter: return cfxReduceScatter(s, r, c.count, c.type, op_, comm_, stream);
       case Coll::AllToAll: return cfxAllToAll(s, r, c.count, c.type, comm_, stream);
     }
     return cfxInternalError;
@@ -265,6 +279,7 @@ class CaseRunner {
   };
 
   cfxComm_t comm_;
+  cfxRedOp_t op_ = cfxSum;  // the case's op as passed (a PreMulSum handle for kPreMulSumCase)
   int rank_ = 0;
   int n_ = 1;
   bool shared_ = false;
@@ -286,6 +301,7 @@ Sweep fullSweep(std::vector<uint64_t> counts) {
   s.colls = {Coll::AllReduce, Coll::Reduce, Coll::Broadcast, Coll::AllGather, Coll::ReduceScatter, Coll::AllToAll};
   for (int t = 0; t < cfxNumTypes; ++t) s.types.push_back(static_cast<cfxDataType_t>(t));
   for (int o = 0; o < cfxNumOps; ++o) s.ops.push_back(static_cast<cfxRedOp_t>(o));
+  s.ops.push_back(kPreMulSumCase);
   s.counts = std::move(counts);
   return s;
 }
@@ -308,6 +324,7 @@ int runSweep(cfxComm_t comm, const Sweep& sweep) {
     for (cfxDataType_t t : sweep.types) {
       for (size_t oi = 0; oi < (red ? sweep.ops.size() : 1); ++oi) {
         cfxRedOp_t op = red ? sweep.ops[oi] : cfxSum;
+        if ((op == cfxBand || op == cfxBor || op == cfxBxor) && isFloat(t)) continue;  // integers only
         for (uint64_t count : sweep.counts) {
           for (int inPlace = 0; inPlace <= (sweep.inPlaceToo && coll != Coll::AllToAll ? 1 : 0); ++inPlace) {
             // Rotate the root through the ranks so that every rank is the root sometimes.

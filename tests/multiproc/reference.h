@@ -59,6 +59,12 @@ inline bool isFloat(cfxDataType_t t) {
   return t == cfxFloat16 || t == cfxBfloat16 || t == cfxFloat32 || t == cfxFloat64;
 }
 
+/// The sweep's stand-in for "a pre-multiplied sum" (each case creates one with cfxRedOpCreatePreMulSum).
+inline constexpr cfxRedOp_t kPreMulSumCase = cfxMaxRedOp;
+
+/// Rank r's PreMulSum scalar in the sweep: 1, 2 or 3, so that every result stays exact in every type.
+inline int64_t premulScalar(int r) { return 1 + r % 3; }
+
 /// Input element i of rank r for a test of (type, op); `reducing` false for pure data movement.
 inline int64_t inputValue(cfxDataType_t t, cfxRedOp_t op, bool reducing, int r, uint64_t i) {
   if (!reducing) {
@@ -88,13 +94,17 @@ inline void storeValue(cfxDataType_t t, void* buf, uint64_t i, int64_t v) {
 
 /// Writes the expected result of op over `vals` (the inputs of all ranks) into element i of buf.
 inline void storeReduced(cfxDataType_t t, cfxRedOp_t op, void* buf, uint64_t i, const int64_t* vals, int n) {
-  int64_t acc = vals[0];
+  auto term = [&](int k) { return op == kPreMulSumCase ? vals[k] * premulScalar(k) : vals[k]; };
+  int64_t acc = term(0);
   for (int k = 1; k < n; ++k) {
     switch (op) {
       case cfxProd: acc *= vals[k]; break;
       case cfxMax: acc = vals[k] > acc ? vals[k] : acc; break;
       case cfxMin: acc = vals[k] < acc ? vals[k] : acc; break;
-      default: acc += vals[k]; break;
+      case cfxBand: acc &= vals[k]; break;  // on two's complement int64: truncation commutes with it
+      case cfxBor: acc |= vals[k]; break;
+      case cfxBxor: acc ^= vals[k]; break;
+      default: acc += term(k); break;
     }
   }
   if (op != cfxAvg) {
