@@ -234,6 +234,14 @@ cfxResult_t cfxGetVersion(int* version) {
   });
 }
 
+cfxResult_t cfxGetFeatures(unsigned int* features) {
+  return guarded("cfxGetFeatures", [&]() -> Status {
+    if (features == nullptr) return Status(Code::InvalidArgument, "features is NULL");
+    *features = (CONFLUX_HAVE_CUDA ? CFX_FEATURE_CUDA : 0u) | (CONFLUX_C_API_HAVE_OFI ? CFX_FEATURE_OFI : 0u);
+    return Status::ok();
+  });
+}
+
 cfxResult_t cfxGetUniqueId(cfxUniqueId* uniqueId) {
   return guarded("cfxGetUniqueId", [&]() -> Status {
     if (uniqueId == nullptr) return Status(Code::InvalidArgument, "uniqueId is NULL");

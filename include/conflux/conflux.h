@@ -137,6 +137,13 @@ typedef void* cfxStream_t;
 /// Returns the library version code (CFX_VERSION_CODE of the built library).
 CFX_API cfxResult_t cfxGetVersion(int* version);
 
+/// Optional parts of this build of the library, as bits of cfxGetFeatures.
+#define CFX_FEATURE_CUDA 1u  ///< device buffers (CUDA) are accepted
+#define CFX_FEATURE_OFI 2u   ///< ranks may span nodes (libfabric transport)
+
+/// The CFX_FEATURE_* bits of this build.
+CFX_API cfxResult_t cfxGetFeatures(unsigned int* features);
+
 /// Creates a unique id and starts the rendezvous store in the calling process; call it on one rank and
 /// send the id to the others (MPI_Bcast, a file, ...). The store lives until every communicator created
 /// from the id is destroyed in this process (or the process exits).

@@ -1,0 +1,335 @@
+// ProcessGroupConflux: set-up (rendezvous through the c10d store), lifetime, splitting, coalescing and
+// the one path every call takes (issue/runStep). The collectives themselves are in conflux_collectives.cc.
+#include "conflux_backend.h"
+
+#include <c10/util/Exception.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#if CONFLUX_TORCH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace conflux_torch {
+namespace {
+
+// Store keys, under the group's own prefix (torch hands each group a PrefixStore).
+constexpr const char* kIdKey = "conflux/unique_id";
+constexpr const char* kArrivedKey = "conflux/arrived";
+constexpr const char* kAllArrivedKey = "conflux/all_arrived";
+
+/// This process's node, as Conflux names it for tests and simulated nodes (CONFLUX_HOSTID), else the
+/// host name: only used to tell whether the group's ranks share one machine.
+std::string hostIdentity() {
+  if (const char* id = std::getenv("CONFLUX_HOSTID"); id != nullptr && *id != '\0') return id;
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+/// Whether the group's ranks run on more than one node, so that rank 0's rendezvous must listen on an
+/// address the other nodes reach. Every rank counts itself under its host's key; rank 0 compares its
+/// host's count with the group size once all have arrived. Skipped (false) when CONFLUX_SOCKET_IFNAME
+/// chooses the interface anyway, or for one rank.
+bool groupSpansNodes(c10d::Store& store, int rank, int size) {
+  const char* ifname = std::getenv("CONFLUX_SOCKET_IFNAME");
+  if (size == 1 || (ifname != nullptr && *ifname != '\0')) return false;
+  const std::string hostKey = "conflux/host/" + hostIdentity();
+  store.add(hostKey, 1);
+  if (store.add(kArrivedKey, 1) == size) store.set(kAllArrivedKey, std::vector<uint8_t>{1});
+  if (rank != 0) return false;
+  store.wait({kAllArrivedKey});
+  return store.add(hostKey, 0) != size;
+}
+
+bool libraryHasCuda() {
+  static const bool has = [] {
+    unsigned int f = 0;
+    return cfxGetFeatures(&f) == cfxSuccess && (f & CFX_FEATURE_CUDA) != 0;
+  }();
+  return has;
+}
+
+cfxConfig_t configFor(std::chrono::milliseconds timeout, const std::string& name) {
+  cfxConfig_t cfg = CFX_CONFIG_INITIALIZER;
+  cfg.timeoutMs = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT32_MAX));
+  cfg.commName = name.empty() ? nullptr : name.c_str();
+  return cfg;
+}
+
+}  // namespace
+
+void CommHandle::abort() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (comm != nullptr) cfxCommAbort(comm);
+}
+
+ProcessGroupConflux::ProcessGroupConflux(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                         std::chrono::milliseconds timeout, std::string groupName,
+                                         std::vector<uint64_t> globalRanks)
+    : Backend(rank, size), handle_(std::make_shared<CommHandle>()), timeout_(timeout),
+      groupName_(std::move(groupName)), globalRanks_(std::move(globalRanks)) {
+  TORCH_CHECK(store, "conflux: the process group has no store to meet through");
+  // Rank 0 makes the unique id (a fresh random secret, and the rendezvous address) and publishes it
+  // through torch's store; the others read it from there. No port or variable of our own is needed.
+  cfxUniqueId id{};
+  const bool spans = groupSpansNodes(*store, rank, size);
+  if (rank == 0) {
+    TORCH_CHECK(cfxGetUniqueIdForNodes(&id, spans ? 1 : 0) == cfxSuccess, "conflux: ", cfxGetLastError(nullptr));
+    store->set(kIdKey, std::vector<uint8_t>(id.internal, id.internal + CFX_UNIQUE_ID_BYTES));
+  } else {
+    const std::vector<uint8_t> bytes = store->get(kIdKey);
+    TORCH_CHECK(bytes.size() == CFX_UNIQUE_ID_BYTES, "conflux: the store holds a unique id of ", bytes.size(),
+                " bytes under ", kIdKey);
+    std::memcpy(id.internal, bytes.data(), bytes.size());
+  }
+  const cfxConfig_t cfg = configFor(timeout_, groupName_);
+  cfxComm_t comm = nullptr;
+  const cfxResult_t r = cfxCommInitRankConfig(&comm, size, id, rank, &cfg);
+  if (r != cfxSuccess) {
+    C10_THROW_ERROR(DistBackendError, std::string("conflux: joining process group '") + groupName_ + "' failed (" +
+                                          cfxGetErrorString(r) + "): " + cfxGetLastError(nullptr));
+  }
+  handle_->comm = comm;
+  queue_ = std::make_shared<CallQueue>(CallQueue::Batch{[] { cfxGroupStart(); }, [this]() -> std::string {
+                                                          const cfxResult_t e = cfxGroupEnd();
+                                                          return e == cfxSuccess ? "" : failure("send/recv batch", e);
+                                                        }});
+  init();
+}
+
+ProcessGroupConflux::ProcessGroupConflux(cfxComm_t comm, int rank, int size, std::chrono::milliseconds timeout,
+                                         std::string groupName, std::vector<uint64_t> globalRanks)
+    : Backend(rank, size), handle_(std::make_shared<CommHandle>()), timeout_(timeout),
+      groupName_(std::move(groupName)), globalRanks_(std::move(globalRanks)) {
+  handle_->comm = comm;
+  queue_ = std::make_shared<CallQueue>(CallQueue::Batch{[] { cfxGroupStart(); }, [this]() -> std::string {
+                                                          const cfxResult_t e = cfxGroupEnd();
+                                                          return e == cfxSuccess ? "" : failure("send/recv batch", e);
+                                                        }});
+  init();
+}
+
+ProcessGroupConflux::~ProcessGroupConflux() { shutdown(); }
+
+void ProcessGroupConflux::shutdown() {
+  // Queued calls finish first (a failed peer makes them fail within the timeout), then the
+  // communicator goes, with its shared memory and endpoints.
+  queue_.reset();
+  std::lock_guard<std::mutex> lock(handle_->mutex);
+  if (handle_->comm != nullptr) {
+    cfxCommDestroy(handle_->comm);
+    handle_->comm = nullptr;
+  }
+}
+
+void ProcessGroupConflux::abort() { handle_->abort(); }
+
+c10d::ErrorType ProcessGroupConflux::getError() {
+  std::lock_guard<std::mutex> lock(handle_->mutex);
+  if (handle_->comm == nullptr) return c10d::ErrorType::SUCCESS;
+  cfxResult_t e = cfxSuccess;
+  cfxCommGetAsyncError(handle_->comm, &e);
+  switch (e) {
+    case cfxSuccess: return c10d::ErrorType::SUCCESS;
+    case cfxTimeout: return c10d::ErrorType::TIMEOUT;
+    case cfxRemoteError: return c10d::ErrorType::REMOTE_ERROR;
+    default: return c10d::ErrorType::COMM_ERROR;
+  }
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> ProcessGroupConflux::getBackendOptions() {
+  auto o = c10::make_intrusive<Options>("conflux", timeout_);
+  o->group_name = groupName_;
+  o->global_ranks_in_group = globalRanks_;
+  return o;
+}
+
+std::chrono::milliseconds ProcessGroupConflux::timeoutOf(std::chrono::milliseconds requested) const {
+  return requested == c10d::kUnsetTimeout ? timeout_ : requested;
+}
+
+std::string ProcessGroupConflux::failure(const char* title, cfxResult_t r) const {
+  std::string msg = std::string("conflux: ") + title + " failed (" + cfxGetErrorString(r) + "): " + cfxGetLastError(comm());
+  if (!globalRanks_.empty()) {
+    msg += " [ranks are those of process group '" + groupName_ + "', whose global ranks are";
+    for (size_t i = 0; i < globalRanks_.size() && i < 64; ++i) msg += (i ? ", " : " ") + std::to_string(globalRanks_[i]);
+    msg += globalRanks_.size() > 64 ? ", ...]" : "]";
+  }
+  return msg;
+}
+
+void ProcessGroupConflux::checkPeer(int peer, const char* what) const {
+  TORCH_CHECK(peer >= 0 && peer < size_, "conflux: ", what, " ", peer, " is not a rank of this group (size ", size_, ")");
+}
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroupConflux::split(const c10::intrusive_ptr<c10d::Store>& /*store*/,
+                                                             const std::vector<int>& ranks,
+                                                             const c10::intrusive_ptr<Options>& opts) {
+  // Every rank of this group takes part in one cfxCommSplit; the new group's ranks meet over this
+  // communicator, so the store (whose keys a non-member would share with a member) is not needed.
+  const auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  const bool member = me != ranks.end();
+  const int color = member ? *std::min_element(ranks.begin(), ranks.end()) : CFX_SPLIT_NOCOLOR;
+  const int key = member ? static_cast<int>(me - ranks.begin()) : 0;
+  const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
+  const std::string name = opts ? opts->group_name : std::string();
+  const cfxConfig_t cfg = configFor(timeout, name);
+  cfxComm_t child = nullptr;
+  cfxResult_t r = cfxSuccess;
+  queue_->runInline([&] { r = cfxCommSplit(comm(), color, key, &child, &cfg); });
+  if (r != cfxSuccess) C10_THROW_ERROR(DistBackendError, failure("split", r));
+  if (!member) return nullptr;
+  std::vector<uint64_t> global;
+  for (int pr : ranks) {
+    global.push_back(globalRanks_.empty() ? static_cast<uint64_t>(pr) : globalRanks_.at(static_cast<size_t>(pr)));
+  }
+  return c10::make_intrusive<ProcessGroupConflux>(child, key, static_cast<int>(ranks.size()), timeout, name,
+                                                  std::move(global));
+}
+
+void ProcessGroupConflux::performNocolorSplit(at::Device /*device*/) {
+  cfxComm_t child = nullptr;
+  cfxResult_t r = cfxSuccess;
+  queue_->runInline([&] { r = cfxCommSplit(comm(), CFX_SPLIT_NOCOLOR, 0, &child, nullptr); });
+  if (r != cfxSuccess) C10_THROW_ERROR(DistBackendError, failure("split", r));
+}
+
+void ProcessGroupConflux::startCoalescing() {
+  TORCH_CHECK(!coalescing_, "conflux: startCoalescing inside a coalescing block");
+  coalescing_ = true;
+  coalesced_.clear();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupConflux::endCoalescing() {
+  TORCH_CHECK(coalescing_, "conflux: endCoalescing without startCoalescing");
+  coalescing_ = false;
+  auto batch = std::make_shared<std::vector<Deferred>>(std::move(coalesced_));
+  coalesced_.clear();
+  std::vector<at::Tensor> touched, outputs;
+  for (const Deferred& d : *batch) {
+    touched.insert(touched.end(), d.touched.begin(), d.touched.end());
+    const std::vector<at::Tensor> out = d.work->result();
+    outputs.insert(outputs.end(), out.begin(), out.end());
+  }
+  // One Conflux group: its collectives in call order, then its sends and receives together.
+  Step step;
+  step.issue = [batch](cfxStream_t stream) -> cfxResult_t {
+    cfxResult_t first = cfxGroupStart();
+    for (Deferred& d : *batch) {
+      const cfxResult_t r = d.step.issue(stream);
+      if (first == cfxSuccess) first = r;
+    }
+    const cfxResult_t e = cfxGroupEnd();
+    return first != cfxSuccess ? first : e;
+  };
+  step.after = [batch] {
+    for (Deferred& d : *batch) {
+      if (d.step.after) d.step.after();
+    }
+  };
+  step.done = [batch](std::exception_ptr error) {
+    for (Deferred& d : *batch) d.work->complete(error);
+  };
+  return issue(c10d::OpType::COALESCED, "coalesced calls", touched, std::move(outputs), /*asyncOp=*/true, timeout_,
+               std::move(step));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupConflux::issue(c10d::OpType type, const char* title,
+                                                          const std::vector<at::Tensor>& touched,
+                                                          std::vector<at::Tensor> outputs, bool asyncOp,
+                                                          std::chrono::milliseconds timeout, Step step, bool p2p) {
+  TORCH_CHECK(handle_->comm != nullptr, "conflux: ", title, " on a process group that was shut down");
+  // Where the call runs: CPU, or one CUDA device for all of its tensors.
+  int device = -1;
+  bool cuda = false, cpu = false;
+  for (const at::Tensor& t : touched) {
+    if (!t.defined()) continue;
+    if (t.is_cuda()) {
+      TORCH_CHECK(!cuda || t.device().index() == device, "conflux: ", title, " has tensors on CUDA devices ", device,
+                  " and ", static_cast<int>(t.device().index()), "; one device per call");
+      cuda = true;
+      device = t.device().index();
+    } else {
+      cpu = true;
+    }
+  }
+  TORCH_CHECK(!(cuda && cpu), "conflux: ", title, " mixes CPU and CUDA tensors");
+#if !CONFLUX_TORCH_CUDA
+  TORCH_CHECK(!cuda, "conflux: ", title, " got CUDA tensors, but this conflux_torch was built without CUDA support "
+              "(reinstall it where the CUDA toolkit is found)");
+#endif
+  TORCH_CHECK(!cuda || libraryHasCuda(), "conflux: ", title, " got CUDA tensors, but the Conflux library in use was "
+              "built without CUDA (CONFLUX_WITH_CUDA)");
+  std::vector<c10::Device> devices;
+  if (cuda) devices.emplace_back(c10::kCUDA, static_cast<c10::DeviceIndex>(device));
+  const uint64_t seq = ++seq_;
+  auto work = c10::make_intrusive<ConfluxWork>(rank_, type, seq, title, std::move(outputs), std::move(devices),
+                                               timeoutOf(timeout), [h = handle_] { h->abort(); });
+  if (coalescing_) {
+    coalesced_.push_back({std::move(step), work, touched});
+    return work;
+  }
+  if (cuda || !asyncOp) {
+    queue_->runInline([&] { runStep(*work, step, cuda, device); });
+    return work;
+  }
+  if (!p2p) {
+    queue_->enqueue({[this, work, step = std::move(step)] { runStep(*work, step, false, -1); }, false, nullptr});
+    return work;
+  }
+  // A send or receive on the worker: its operation joins the batch of sends and receives queued with it.
+  work->setOnWait([q = std::weak_ptr<CallQueue>(queue_)] {
+    if (auto queue = q.lock()) queue->flush();
+  });
+  auto queued = std::make_shared<std::string>();
+  CallQueue::Call call;
+  call.p2p = true;
+  call.run = [this, step, queued, title] {
+    const cfxResult_t r = step.issue(nullptr);
+    if (r != cfxSuccess) *queued = failure(title, r);
+  };
+  call.finish = [work, step, queued](const std::string& batchError) {
+    const std::string& error = queued->empty() ? batchError : *queued;
+    work->complete(error.empty() ? nullptr : ConfluxWork::backendError(error));
+    if (step.done) step.done(error.empty() ? nullptr : ConfluxWork::backendError(error));
+  };
+  queue_->enqueue(std::move(call));
+  return work;
+}
+
+void ProcessGroupConflux::runStep(ConfluxWork& work, const Step& step, bool cuda, int device) {
+  std::exception_ptr error;
+  try {
+    cfxStream_t stream = nullptr;
+#if CONFLUX_TORCH_CUDA
+    std::optional<c10::cuda::CUDAGuard> guard;
+    if (cuda) {
+      guard.emplace(static_cast<c10::DeviceIndex>(device));
+      stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+    }
+#else
+    (void)cuda, (void)device;
+#endif
+    const cfxResult_t r = step.issue(stream);
+    if (r != cfxSuccess) {
+      error = ConfluxWork::backendError(failure(work.title().c_str(), r));
+    } else if (step.after) {
+      step.after();
+    }
+    // Still under the guard: a CUDA work's future records its events on this stream.
+    work.complete(error);
+  } catch (const std::exception& e) {
+    error = ConfluxWork::backendError(std::string("conflux: ") + work.title() + ": " + e.what());
+    if (!work.isCompleted()) work.complete(error);
+  }
+  if (step.done) step.done(error);
+}
+
+}  // namespace conflux_torch

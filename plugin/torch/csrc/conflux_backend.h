@@ -1,0 +1,145 @@
+// ProcessGroupConflux: torch.distributed's c10d::Backend over a Conflux communicator, for CPU and CUDA
+// tensors. One communicator per process group, met through the c10d store torch hands the backend (rank
+// 0 publishes the unique id); new_group makes a fresh one the same way, split_group splits the parent
+// (cfxCommSplit). Calls keep every rank's issue order through one CallQueue (call_queue.h); CUDA calls
+// are enqueued on the caller's current stream. Each call returns a ConfluxWork (conflux_work.h).
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "call_queue.h"
+#include "conflux/conflux.h"
+#include "conflux_work.h"
+
+namespace conflux_torch {
+
+/// The communicator behind a process group, shared with its works so that a wait(timeout) can abort it
+/// even while (or after) the group is being destroyed.
+struct CommHandle {
+  std::mutex mutex;
+  cfxComm_t comm = nullptr;
+  void abort();
+};
+
+class ProcessGroupConflux : public c10d::Backend {
+ public:
+  /// Joins the group's communicator through `store` (collective over the group; blocks until every
+  /// rank arrived or `timeout` passed). `globalRanks`: the group's global ranks (empty: the world).
+  ProcessGroupConflux(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                      std::chrono::milliseconds timeout, std::string groupName, std::vector<uint64_t> globalRanks);
+  /// Takes over `comm` (made by cfxCommSplit).
+  ProcessGroupConflux(cfxComm_t comm, int rank, int size, std::chrono::milliseconds timeout, std::string groupName,
+                      std::vector<uint64_t> globalRanks);
+  ~ProcessGroupConflux() override;
+
+  const std::string getBackendName() const override { return "conflux"; }
+  c10::intrusive_ptr<Options> getBackendOptions() override;
+  bool supportsSplitting() const override { return true; }
+  bool supportsCoalescing() const override { return true; }
+  uint64_t getSequenceNumberForGroup() override { return seq_.load(); }
+  c10d::ErrorType getError() override;
+  void abort() override;
+  void shutdown() override;
+
+  /// split_group: called on every rank of this group; `ranks` (ranks of this group, in the new group's
+  /// order) is this rank's new group, or one it is not in (then it gets nullptr and touches no store).
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
+  /// new_group with a bound device: the part of a split a rank outside the new group plays.
+  void performNocolorSplit(at::Device device);
+
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> all_gather_single(at::Tensor& output, at::Tensor& input,
+                                                   const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> all_gather_single_coalesced(std::vector<at::Tensor>& outputs,
+                                                             std::vector<at::Tensor>& inputs,
+                                                             const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather_single(at::Tensor& output, at::Tensor& input,
+                                               const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_single(at::Tensor& output, at::Tensor& input,
+                                                       const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_single_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> all_to_all_single(at::Tensor& output, at::Tensor& input,
+                                                   std::vector<int64_t>& outputSplits,
+                                                   std::vector<int64_t>& inputSplits,
+                                                   const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  /// One call's Conflux part: `issue` makes the Conflux calls on `stream` (null for CPU tensors) and
+  /// returns the first failure; `after` (optional) runs once they completed or were enqueued (copies
+  /// out of temporaries). Inside a coalesced batch every issue runs in one Conflux group first.
+  struct Step {
+    std::function<cfxResult_t(cfxStream_t)> issue;
+    std::function<void()> after;
+    std::function<void(std::exception_ptr)> done;  ///< optional: told the outcome after the work completed
+  };
+
+ private:
+  /// The common path of every call: makes its work and runs `step` inline, on the worker, or into the
+  /// coalesced batch (see call_queue.h). `touched`: every tensor the call reads or writes (picks CPU or
+  /// the CUDA device); `outputs`: the work's result.
+  c10::intrusive_ptr<c10d::Work> issue(c10d::OpType type, const char* title, const std::vector<at::Tensor>& touched,
+                                       std::vector<at::Tensor> outputs, bool asyncOp, std::chrono::milliseconds timeout,
+                                       Step step, bool p2p = false);
+  /// Runs `step` now (on this thread or the worker) and completes `work`.
+  void runStep(ConfluxWork& work, const Step& step, bool cuda, int device);
+  std::chrono::milliseconds timeoutOf(std::chrono::milliseconds requested) const;
+  /// The message of a failed Conflux call, with the group's ranks put in global terms.
+  std::string failure(const char* title, cfxResult_t r) const;
+  cfxComm_t comm() const { return handle_->comm; }
+  void checkPeer(int peer, const char* what) const;
+
+  std::shared_ptr<CommHandle> handle_;
+  std::chrono::milliseconds timeout_;
+  std::string groupName_;
+  std::vector<uint64_t> globalRanks_;
+  std::atomic<uint64_t> seq_{0};
+  std::shared_ptr<CallQueue> queue_;  // shared: sends' and receives' works flush it (weakly) when waited on
+
+  // Coalescing (startCoalescing .. endCoalescing): the calls made in between, run as one group.
+  struct Deferred {
+    Step step;
+    c10::intrusive_ptr<ConfluxWork> work;
+    std::vector<at::Tensor> touched;
+  };
+  bool coalescing_ = false;
+  std::vector<Deferred> coalesced_;
+  bool coalescedAsync_ = false;
+};
+
+}  // namespace conflux_torch

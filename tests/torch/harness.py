@@ -1,0 +1,64 @@
+"""Runs a test body in N spawned processes joined by one process group, and reports every rank's outcome.
+
+Each rank runs ``body(rank, world, *args)`` after ``init_process_group(backend, ...)`` (file:// rendezvous
+in a fresh temporary directory unless ``init`` says otherwise). A rank passes when its body returns
+without raising; the parent raises AssertionError naming every rank that failed, raised, hung past
+``timeout`` seconds (then it is killed) or died.
+"""
+
+import multiprocessing
+import os
+import tempfile
+import traceback
+
+import torch  # noqa: F401  (spawned children import it anyway; importing here keeps them consistent)
+
+
+def _child(rank, world, backend, init, body, args, results, env):
+    os.environ.update(env)
+    import torch.distributed as dist
+
+    try:
+        if init is not None:
+            kwargs = {"init_method": init, "rank": rank, "world_size": world}
+            if backend is not None:
+                dist.init_process_group(backend, **kwargs)
+        body(rank, world, *args)
+        if backend is not None and dist.is_initialized():
+            dist.destroy_process_group()
+        results.put((rank, None))
+    except BaseException:  # noqa: BLE001  (every failure is reported to the parent)
+        results.put((rank, traceback.format_exc()))
+
+
+def run_ranks(world, body, *args, backend="conflux", init="file", timeout=240, env=None):
+    """Runs body on `world` ranks; returns nothing, raises AssertionError describing failed ranks."""
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    with tempfile.TemporaryDirectory() as tmp:
+        if init == "file":
+            init = "file://" + os.path.join(tmp, "rendezvous")
+        procs = [ctx.Process(target=_child, args=(r, world, backend, init, body, args, results, env or {}))
+                 for r in range(world)]
+        for p in procs:
+            p.start()
+        outcomes = {}
+        try:
+            for _ in range(world):
+                rank, error = results.get(timeout=timeout)
+                outcomes[rank] = error
+        except Exception:  # noqa: BLE001  (queue.Empty: a rank hung or died silently)
+            pass
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    problems = []
+    for r, p in enumerate(procs):
+        if r not in outcomes:
+            problems.append(f"rank {r}: no result (exit code {p.exitcode}; hung or died)")
+        elif outcomes[r] is not None:
+            problems.append(f"rank {r}:\n{outcomes[r]}")
+    if problems:
+        raise AssertionError("\n".join(problems))
