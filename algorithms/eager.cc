@@ -170,8 +170,8 @@ class EagerRun {
       const int g = env_.globalOfLocal[next_];
       return reportFailure(env_,
                            Status(Code::Timeout, "no progress for " + std::to_string(idleMs) +
-                                                     " ms (CONFLUX_TIMEOUT_MS=" + std::to_string(env_.timeoutMs) +
-                                                     ") in " + where()),
+                                                     " ms (the communicator's timeout is " +
+                                                     std::to_string(env_.timeoutMs) + " ms) in " + where()),
                            g);
     }
     return Status::ok();

@@ -446,8 +446,8 @@ class RankExecutor {
     auto idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress_).count();
     if (idleMs >= env_.timeoutMs) {
       int stuck = stuckPeer(round);
-      return fail(Status(Code::Timeout, "no progress for " + std::to_string(idleMs) + " ms (CONFLUX_TIMEOUT_MS=" +
-                                            std::to_string(env_.timeoutMs) + ") in " + where(round)),
+      return fail(Status(Code::Timeout, "no progress for " + std::to_string(idleMs) + " ms (the communicator's timeout is " +
+                                            std::to_string(env_.timeoutMs) + " ms) in " + where(round)),
                   stuck);
     }
     return Status::ok();

@@ -14,15 +14,20 @@ import traceback
 import torch  # noqa: F401  (spawned children import it anyway; importing here keeps them consistent)
 
 
-def _child(rank, world, backend, init, body, args, results, env):
+def _child(rank, world, backend, init, body, args, results, env, init_kwargs):
     os.environ.update(env)
     import torch.distributed as dist
 
     try:
-        if init is not None:
-            kwargs = {"init_method": init, "rank": rank, "world_size": world}
-            if backend is not None:
-                dist.init_process_group(backend, **kwargs)
+        if init is not None and backend is not None:
+            kwargs = {"init_method": init, "rank": rank, "world_size": world, **init_kwargs}
+            if "device_id" in kwargs:
+                kwargs["device_id"] = torch.device(kwargs["device_id"])
+            if "timeout_s" in kwargs:
+                import datetime
+
+                kwargs["timeout"] = datetime.timedelta(seconds=kwargs.pop("timeout_s"))
+            dist.init_process_group(backend, **kwargs)
         body(rank, world, *args)
         if backend is not None and dist.is_initialized():
             dist.destroy_process_group()
@@ -31,31 +36,40 @@ def _child(rank, world, backend, init, body, args, results, env):
         results.put((rank, traceback.format_exc()))
 
 
-def run_ranks(world, body, *args, backend="conflux", init="file", timeout=240, env=None):
-    """Runs body on `world` ranks; returns nothing, raises AssertionError describing failed ranks."""
+def run_ranks(world, body, *args, backend="conflux", init="file", timeout=240, env=None, expect_dead=(),
+              **init_kwargs):
+    """Runs body on `world` ranks; raises AssertionError describing failed ranks. Ranks in `expect_dead`
+    must die or be killed (a test that kills or stops them); init_kwargs go to init_process_group
+    (device_id as a string, timeout_s as seconds)."""
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
     with tempfile.TemporaryDirectory() as tmp:
         if init == "file":
             init = "file://" + os.path.join(tmp, "rendezvous")
-        procs = [ctx.Process(target=_child, args=(r, world, backend, init, body, args, results, env or {}))
+        procs = [ctx.Process(target=_child, args=(r, world, backend, init, body, args, results, env or {}, init_kwargs))
                  for r in range(world)]
         for p in procs:
             p.start()
         outcomes = {}
         try:
-            for _ in range(world):
+            for _ in range(world - len(expect_dead)):
                 rank, error = results.get(timeout=timeout)
                 outcomes[rank] = error
         except Exception:  # noqa: BLE001  (queue.Empty: a rank hung or died silently)
             pass
-        for p in procs:
+        for r, p in enumerate(procs):
+            if r in expect_dead and p.is_alive():
+                p.kill()  # stopped or stuck on purpose
             p.join(timeout=10)
             if p.is_alive():
                 p.kill()
                 p.join()
     problems = []
     for r, p in enumerate(procs):
+        if r in expect_dead:
+            if r in outcomes:
+                problems.append(f"rank {r}: expected to die, but it finished")
+            continue
         if r not in outcomes:
             problems.append(f"rank {r}: no result (exit code {p.exitcode}; hung or died)")
         elif outcomes[r] is not None:

@@ -169,36 +169,32 @@ void ProcessGroupConflux::checkPeer(int peer, const char* what) const {
   TORCH_CHECK(peer >= 0 && peer < size_, "conflux: ", what, " ", peer, " is not a rank of this group (size ", size_, ")");
 }
 
-c10::intrusive_ptr<c10d::Backend> ProcessGroupConflux::split(const c10::intrusive_ptr<c10d::Store>& /*store*/,
+c10::intrusive_ptr<c10d::Backend> ProcessGroupConflux::split(const c10::intrusive_ptr<c10d::Store>& store,
                                                              const std::vector<int>& ranks,
                                                              const c10::intrusive_ptr<Options>& opts) {
-  // Every rank of this group takes part in one cfxCommSplit; the new group's ranks meet over this
-  // communicator, so the store (whose keys a non-member would share with a member) is not needed.
+  // torch calls split on ranks outside the new group once per device type of the parent (cpu, cuda)
+  // but on members once, so a split that needs every parent rank (cfxCommSplit) could not be matched.
+  // The members meet through the child's store instead, as new_group's do; the others touch nothing.
   const auto me = std::find(ranks.begin(), ranks.end(), rank_);
-  const bool member = me != ranks.end();
-  const int color = member ? *std::min_element(ranks.begin(), ranks.end()) : CFX_SPLIT_NOCOLOR;
-  const int key = member ? static_cast<int>(me - ranks.begin()) : 0;
+  if (me == ranks.end()) return nullptr;
   const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
   const std::string name = opts ? opts->group_name : std::string();
-  const cfxConfig_t cfg = configFor(timeout, name);
-  cfxComm_t child = nullptr;
-  cfxResult_t r = cfxSuccess;
-  queue_->runInline([&] { r = cfxCommSplit(comm(), color, key, &child, &cfg); });
-  if (r != cfxSuccess) C10_THROW_ERROR(DistBackendError, failure("split", r));
-  if (!member) return nullptr;
   std::vector<uint64_t> global;
   for (int pr : ranks) {
+    TORCH_CHECK(pr >= 0 && pr < size_, "conflux: split: rank ", pr, " is not a rank of the parent group");
     global.push_back(globalRanks_.empty() ? static_cast<uint64_t>(pr) : globalRanks_.at(static_cast<size_t>(pr)));
   }
-  return c10::make_intrusive<ProcessGroupConflux>(child, key, static_cast<int>(ranks.size()), timeout, name,
-                                                  std::move(global));
+  c10::intrusive_ptr<ProcessGroupConflux> child;
+  // In order with this group's other calls (every member makes the same split at the same point).
+  queue_->runInline([&] {
+    child = c10::make_intrusive<ProcessGroupConflux>(store, static_cast<int>(me - ranks.begin()),
+                                                     static_cast<int>(ranks.size()), timeout, name, std::move(global));
+  });
+  return child;
 }
 
 void ProcessGroupConflux::performNocolorSplit(at::Device /*device*/) {
-  cfxComm_t child = nullptr;
-  cfxResult_t r = cfxSuccess;
-  queue_->runInline([&] { r = cfxCommSplit(comm(), CFX_SPLIT_NOCOLOR, 0, &child, nullptr); });
-  if (r != cfxSuccess) C10_THROW_ERROR(DistBackendError, failure("split", r));
+  // Members of a new group split from this one meet through its store (see split): nothing to do here.
 }
 
 void ProcessGroupConflux::startCoalescing() {

@@ -1,7 +1,7 @@
 // ProcessGroupConflux: torch.distributed's c10d::Backend over a Conflux communicator, for CPU and CUDA
 // tensors. One communicator per process group, met through the c10d store torch hands the backend (rank
-// 0 publishes the unique id); new_group makes a fresh one the same way, split_group splits the parent
-// (cfxCommSplit). Calls keep every rank's issue order through one CallQueue (call_queue.h); CUDA calls
+// 0 publishes the unique id); new_group and split_group make a fresh one the same way, through the new
+// group's store. Calls keep every rank's issue order through one CallQueue (call_queue.h); CUDA calls
 // are enqueued on the caller's current stream. Each call returns a ConfluxWork (conflux_work.h).
 #pragma once
 
@@ -52,9 +52,10 @@ class ProcessGroupConflux : public c10d::Backend {
 
   /// split_group: called on every rank of this group; `ranks` (ranks of this group, in the new group's
   /// order) is this rank's new group, or one it is not in (then it gets nullptr and touches no store).
+  /// The members join a new communicator through `store` (the child's), in order with this group's calls.
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<Options>& opts) override;
-  /// new_group with a bound device: the part of a split a rank outside the new group plays.
+  /// new_group with a bound device: what torch asks of a rank outside the new group (nothing to do).
   void performNocolorSplit(at::Device device);
 
   void startCoalescing() override;
