@@ -100,6 +100,15 @@ Status readConfig(const cfxConfig_t* config, CommOptions& out, int* splitShare) 
   return Status::ok();
 }
 
+/// An enum argument's value read as the int it is passed as (no enum load: any value is well defined).
+template <class E>
+int rawEnum(const E& e) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
 Status checkComm(const cfxComm* comm) {
   if (comm == nullptr || !comm->impl) return Status(Code::InvalidArgument, "comm is NULL");
   return Status::ok();
@@ -292,19 +301,20 @@ cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* newcomm,
 
 cfxResult_t cfxRedOpCreatePreMulSum(cfxRedOp_t* op, void* scalar, cfxDataType_t datatype,
                                     cfxScalarResidence_t residence, cfxComm_t comm) {
+  // The enums as the caller's bits: a value outside the enum is an argument error, not one to load as one.
+  const int dtype = rawEnum(datatype), where = rawEnum(residence);
   return guarded("cfxRedOpCreatePreMulSum", [&]() -> Status {
     if (Status s = checkComm(comm); !s) return s;
     if (op == nullptr) return Status(Code::InvalidArgument, "op is NULL");
     if (scalar == nullptr) return Status(Code::InvalidArgument, "scalar is NULL");
-    if (Status s = validateEnums(datatype, 0, false); !s) return s;
-    if (residence != cfxScalarDevice && residence != cfxScalarHostImmediate) {
-      return Status(Code::InvalidArgument, "residence: " + std::to_string(static_cast<int>(residence)) +
-                                               " is not a cfxScalarResidence_t");
+    if (Status s = validateEnums(dtype, 0, false); !s) return s;
+    if (where != cfxScalarDevice && where != cfxScalarHostImmediate) {
+      return Status(Code::InvalidArgument, "residence: " + std::to_string(where) + " is not a cfxScalarResidence_t");
     }
     PremulOp p;
     p.inUse = true;
-    p.dtype = static_cast<DataType>(datatype);
-    if (residence == cfxScalarHostImmediate) {
+    p.dtype = static_cast<DataType>(dtype);
+    if (where == cfxScalarHostImmediate) {
       std::memcpy(&p.bits, scalar, dataTypeSize(p.dtype));
     } else {
       p.ptr = scalar;
@@ -324,7 +334,7 @@ cfxResult_t cfxRedOpDestroy(cfxRedOp_t op, cfxComm_t comm) {
   return guarded("cfxRedOpDestroy", [&]() -> Status {
     if (Status s = checkComm(comm); !s) return s;
     std::lock_guard<std::mutex> lock(comm->opsMutex);
-    const int v = static_cast<int>(op);
+    const int v = rawEnum(op);
     const size_t slot = static_cast<size_t>(v) - cfxNumOps;
     if (v < cfxNumOps || slot >= comm->premulOps.size() || !comm->premulOps[slot].inUse) {
       return Status(Code::InvalidArgument, "op: " + std::to_string(v) +
@@ -495,22 +505,14 @@ cfxResult_t cfxAllToAll(const void* sendbuff, void* recvbuff, size_t count, cfxD
 
 cfxResult_t cfxGather(const void* sendbuff, void* recvbuff, size_t sendcount, cfxDataType_t datatype, int root,
                       cfxComm_t comm, cfxStream_t stream) {
-  VectorCall c;
-  c.send = sendbuff;
-  c.recv = recvbuff;
-  c.count = sendcount;
-  c.root = root;
-  return vectorCollective("cfxGather", c, datatype, comm, stream, gatherOps);
+  return vectorCollective("cfxGather", VectorCall{sendbuff, recvbuff, DataType::Uint8, root, sendcount}, datatype,
+                          comm, stream, gatherOps);
 }
 
 cfxResult_t cfxScatter(const void* sendbuff, void* recvbuff, size_t recvcount, cfxDataType_t datatype, int root,
                        cfxComm_t comm, cfxStream_t stream) {
-  VectorCall c;
-  c.send = sendbuff;
-  c.recv = recvbuff;
-  c.count = recvcount;
-  c.root = root;
-  return vectorCollective("cfxScatter", c, datatype, comm, stream, scatterOps);
+  return vectorCollective("cfxScatter", VectorCall{sendbuff, recvbuff, DataType::Uint8, root, recvcount}, datatype,
+                          comm, stream, scatterOps);
 }
 
 cfxResult_t cfxAllToAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[], void* recvbuff,

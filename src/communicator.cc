@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/host_id.h"
 #include "core/log.h"
+#include "src/device_memory.h"
 #if CONFLUX_HAVE_CUDA
 #include "src/device_call.h"
 #endif

@@ -127,6 +127,37 @@ Communicator::Communicator(int nranks, const UniqueId& id, int rank) : impl_(std
   check(cfxCommInitRank(&impl_->comm, nranks, id.raw(), rank));
 }
 
+namespace {
+cfxConfig_t toCfxConfig(const Config& config) {
+  cfxConfig_t c = CFX_CONFIG_INITIALIZER;
+  if (config.timeoutMs != 0) c.timeoutMs = config.timeoutMs;
+  if (!config.name.empty()) c.commName = config.name.c_str();
+  return c;
+}
+}  // namespace
+
+Communicator::Communicator(int nranks, const UniqueId& id, int rank, const Config& config)
+    : impl_(std::make_unique<Impl>()) {
+  const cfxConfig_t c = toCfxConfig(config);
+  check(cfxCommInitRankConfig(&impl_->comm, nranks, id.raw(), rank, &c));
+}
+
+std::optional<Communicator> Communicator::split(int color, int key, const Config& config) {
+  const cfxConfig_t c = toCfxConfig(config);
+  auto impl = std::make_unique<Impl>();
+  // In issue order with this communicator's asynchronous calls.
+  impl_->submit([&] { return cfxCommSplit(impl_->comm, color < 0 ? CFX_SPLIT_NOCOLOR : color, key, &impl->comm, &c); },
+                false)
+      .wait();
+  if (impl->comm == nullptr) return std::nullopt;
+  return Communicator(std::move(impl));
+}
+
+void Communicator::ordered(const std::function<cfxResult_t(cfxComm_t)>& fn) {
+  cfxComm_t c = impl_->comm;
+  impl_->submit([&fn, c] { return fn(c); }, false).wait();
+}
+
 Communicator Communicator::fromEnvironment() {
   auto impl = std::make_unique<Impl>();
   check(cfxCommInitFromEnv(&impl->comm));

@@ -12,14 +12,6 @@ constexpr uint64_t kMaxBufferBytes = uint64_t{1} << 60;
 
 Status bad(const std::string& msg) { return Status(Code::InvalidArgument, msg); }
 
-Status checkRoot(const char* name, int root, int nranks) {
-  if (root < 0 || root >= nranks) {
-    return bad(std::string(name) + ": root " + std::to_string(root) + " is not a rank in [0, " +
-               std::to_string(nranks) + ")");
-  }
-  return Status::ok();
-}
-
 P2pOp sendOp(const void* buf, uint64_t bytes, int peer, void* stream) { return P2pOp{true, buf, bytes, peer, stream}; }
 P2pOp recvOp(void* buf, uint64_t bytes, int peer, void* stream) { return P2pOp{false, buf, bytes, peer, stream}; }
 
@@ -36,14 +28,24 @@ Status rangeOf(const char* what, int peer, size_t count, size_t displ, uint64_t 
 
 }  // namespace
 
-Status gatherOps(const VectorCall& c, int rank, int nranks, std::vector<P2pOp>& ops) {
-  if (Status s = checkRoot("cfxGather", c.root, nranks); !s) return s;
+/// The root and the per-rank block of a gather or scatter: checks both; `countName` names the count.
+Status rootedBlock(const char* fn, const char* countName, const VectorCall& c, int nranks, uint64_t& block) {
+  if (c.root < 0 || c.root >= nranks) {
+    return bad(std::string(fn) + ": root " + std::to_string(c.root) + " is not a rank in [0, " +
+               std::to_string(nranks) + ")");
+  }
   const uint64_t elt = dataTypeSize(c.dtype);
   if (c.count > kMaxBufferBytes / elt / static_cast<uint64_t>(nranks)) {
-    return bad("cfxGather: sendcount " + std::to_string(c.count) + " x " + std::to_string(nranks) +
+    return bad(std::string(fn) + ": " + countName + " " + std::to_string(c.count) + " x " + std::to_string(nranks) +
                " ranks overflows the buffer size");
   }
-  const uint64_t block = c.count * elt;
+  block = c.count * elt;
+  return Status::ok();
+}
+
+Status gatherOps(const VectorCall& c, int rank, int nranks, std::vector<P2pOp>& ops) {
+  uint64_t block = 0;
+  if (Status s = rootedBlock("cfxGather", "sendcount", c, nranks, block); !s) return s;
   ops.clear();
   if (block == 0) return Status::ok();
   if (c.send == nullptr) return bad("sendbuff is NULL with sendcount " + std::to_string(c.count));
@@ -61,13 +63,8 @@ Status gatherOps(const VectorCall& c, int rank, int nranks, std::vector<P2pOp>& 
 }
 
 Status scatterOps(const VectorCall& c, int rank, int nranks, std::vector<P2pOp>& ops) {
-  if (Status s = checkRoot("cfxScatter", c.root, nranks); !s) return s;
-  const uint64_t elt = dataTypeSize(c.dtype);
-  if (c.count > kMaxBufferBytes / elt / static_cast<uint64_t>(nranks)) {
-    return bad("cfxScatter: recvcount " + std::to_string(c.count) + " x " + std::to_string(nranks) +
-               " ranks overflows the buffer size");
-  }
-  const uint64_t block = c.count * elt;
+  uint64_t block = 0;
+  if (Status s = rootedBlock("cfxScatter", "recvcount", c, nranks, block); !s) return s;
   ops.clear();
   if (block == 0) return Status::ok();
   if (c.recv == nullptr) return bad("recvbuff is NULL with recvcount " + std::to_string(c.count));

@@ -3,7 +3,8 @@
 # Debian's archive), configures and builds, then runs either the main job or the whole test suite.
 #
 #   tools/build-and-run.sh demo   # the all-reduce perf suite on 4 local ranks, Open MPI beside it
-#   tools/build-and-run.sh test   # every test: release build (all labels) + sanitizer build (unit, multiproc)
+#   tools/build-and-run.sh test   # every test: release build (all labels, the PyTorch backend's included:
+#                                 # torch from PyPI into .venv/, once) + sanitizer build (unit, multiproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-demo}"
@@ -11,7 +12,7 @@ mode="${1:-demo}"
 packages=(build-essential cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev
           libfabric-dev libfabric-bin libhwloc-dev hwloc libopenmpi-dev openmpi-bin
-          nlohmann-json3-dev iproute2 iperf3 python3-matplotlib)
+          nlohmann-json3-dev iproute2 iperf3 python3-matplotlib python3-venv python3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,8 +31,18 @@ jobs=$(nproc)
 for d in "${CUDA_HOME:-}" /usr/local/cuda; do
   if [[ -n $d && -x $d/bin/nvcc ]] && ! command -v nvcc >/dev/null; then export PATH="$d/bin:$PATH"; fi
 done
+torch_args=()
+if [[ $mode == test ]]; then
+  # PyTorch from PyPI into .venv/ (about 3 GB with its CUDA wheels): once, then reused.
+  if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+    echo "== installing torch into .venv/ (PyPI)"
+    python3 -m venv .venv
+    .venv/bin/pip install -q --no-input torch numpy expecttest
+  fi
+  torch_args=(-DCONFLUX_TORCH_PYTHON="$PWD/.venv/bin/python")
+fi
 echo "== configure + build (release)"
-cfg=$(cmake --preset ci 2>&1) || { echo "$cfg"; exit 1; }
+cfg=$(cmake --preset ci "${torch_args[@]}" 2>&1) || { echo "$cfg"; exit 1; }
 grep -E "^-- Conflux" <<<"$cfg" || true
 cmake --build --preset ci -j "$jobs"
 
@@ -42,6 +53,8 @@ case "$mode" in
     ;;
   test)
     start=$(date +%s)
+    echo "== PyTorch backend: pip install plugin/torch into .venv/ (against build/ci's libconflux)"
+    CONFLUX_BUILD_DIR="$PWD/build/ci" .venv/bin/pip install -q --no-input --no-build-isolation ./plugin/torch
     echo "== tests (release build)"
     status=0
     ctest --preset ci || status=1

@@ -9,7 +9,9 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -77,6 +79,14 @@ class CFX_API UniqueId {
   cfxUniqueId id_{};
 };
 
+/// Per-communicator settings (cfxConfig_t): unset fields take the environment's values.
+struct Config {
+  /// Milliseconds a call waits for a stuck peer before failing with cfxTimeout; 0: CONFLUX_TIMEOUT_MS.
+  int timeoutMs = 0;
+  /// Shown in log lines and error messages; empty: none.
+  std::string name;
+};
+
 /// The completion of an asynchronous call.
 class CFX_API Request {
  public:
@@ -101,8 +111,13 @@ class CFX_API Communicator {
  public:
   /// Joins a communicator of @p nranks ranks as @p rank (collective; throws Exception).
   Communicator(int nranks, const UniqueId& id, int rank);
+  /// Joins a communicator with per-communicator settings (collective; throws Exception).
+  Communicator(int nranks, const UniqueId& id, int rank, const Config& config);
   /// Joins the communicator described by the launcher's environment (mpirun, srun, torchrun).
   static Communicator fromEnvironment();
+  /// Splits this communicator (collective over it, as cfxCommSplit): ranks passing the same @p color form
+  /// a new one, ranked by @p key; a negative color gets no communicator (an empty optional).
+  std::optional<Communicator> split(int color, int key, const Config& config = {});
   ~Communicator();
   Communicator(Communicator&&) noexcept;
   Communicator& operator=(Communicator&&) noexcept;
@@ -185,6 +200,37 @@ class CFX_API Communicator {
     call(Kind::AllToAll, send.data(), recv.data(), send.size() / static_cast<size_t>(size()), dataTypeOf<T>(),
          cfxSum, 0).wait();
   }
+  /// recv on @p root (size() * send.size() elements) = every rank's send, in rank order; other ranks' recv
+  /// is unused (may be empty).
+  template <class T>
+  void gather(std::span<const T> send, std::span<T> recv, int root) {
+    need(rank() != root || recv.size() == send.size() * static_cast<size_t>(size()),
+         "gather: recv must hold size() * send.size() on the root");
+    ordered([=](cfxComm_t c) { return cfxGather(send.data(), recv.data(), send.size(), dataTypeOf<T>(), root, c, nullptr); });
+  }
+  /// Block i of @p root's send (size() * recv.size() elements) lands in rank i's recv.
+  template <class T>
+  void scatter(std::span<const T> send, std::span<T> recv, int root) {
+    need(rank() != root || send.size() == recv.size() * static_cast<size_t>(size()),
+         "scatter: send must hold size() * recv.size() on the root");
+    ordered([=](cfxComm_t c) { return cfxScatter(send.data(), recv.data(), recv.size(), dataTypeOf<T>(), root, c, nullptr); });
+  }
+  /// All-to-all with per-peer counts and displacements (elements; size() entries each), as cfxAllToAllv.
+  template <class T>
+  void allToAllv(std::span<const T> send, std::span<const size_t> sendCounts, std::span<const size_t> sendDispls,
+                 std::span<T> recv, std::span<const size_t> recvCounts, std::span<const size_t> recvDispls) {
+    const auto n = static_cast<size_t>(size());
+    need(sendCounts.size() == n && sendDispls.size() == n && recvCounts.size() == n && recvDispls.size() == n,
+         "allToAllv: counts and displacements need size() entries each");
+    for (size_t q = 0; q < n; ++q) {
+      need(sendDispls[q] + sendCounts[q] <= send.size(), "allToAllv: a send block lies outside send");
+      need(recvDispls[q] + recvCounts[q] <= recv.size(), "allToAllv: a receive block lies outside recv");
+    }
+    ordered([=](cfxComm_t c) {
+      return cfxAllToAllv(send.data(), sendCounts.data(), sendDispls.data(), recv.data(), recvCounts.data(),
+                          recvDispls.data(), dataTypeOf<T>(), c, nullptr);
+    });
+  }
   /// Sends @p data to @p peer.
   template <class T>
   void send(std::span<const T> data, int peer) {
@@ -210,9 +256,30 @@ class CFX_API Communicator {
                int rootOrPeer, bool async = false);
   void sendRecvBytes(const void* out, size_t outCount, int peer, void* in, size_t inCount, int peer2,
                      cfxDataType_t type);
+  /// Runs @p fn on this communicator in issue order with the asynchronous calls; throws on failure.
+  void ordered(const std::function<cfxResult_t(cfxComm_t)>& fn);
   struct Impl;
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+/// A pre-multiplied sum on one communicator (cfxRedOpCreatePreMulSum, RAII): pass op() as the reduction;
+/// each rank's input is multiplied by its own @p scalar before the sum. Use it with element type T only.
+template <class T>
+class PreMulSum {
+ public:
+  PreMulSum(const Communicator& comm, T scalar) : comm_(comm.native()) {
+    check(cfxRedOpCreatePreMulSum(&op_, &scalar, dataTypeOf<T>(), cfxScalarHostImmediate, comm_));
+  }
+  ~PreMulSum() { cfxRedOpDestroy(op_, comm_); }
+  PreMulSum(const PreMulSum&) = delete;
+  PreMulSum& operator=(const PreMulSum&) = delete;
+  /// The op to pass to the collectives of the communicator it was made on.
+  cfxRedOp_t op() const { return op_; }
+
+ private:
+  cfxComm_t comm_;
+  cfxRedOp_t op_ = cfxSum;
 };
 
 }  // namespace conflux

@@ -188,6 +188,31 @@ __device__ void reduceRange(T* dst, T* dst2, const T* const* srcs, int nsrc, siz
     detail::reduceElement<T, kOp>(dst, dst2, srcs, nsrc, i);
 }
 
+namespace detail {
+/// dst[i] = f(src[i]) for i in [0, count), worker `tid`'s share of `nthreads`: 16-byte vectors when dst and
+/// src agree mod 16 (head and tail elements around them), scalar elements otherwise. dst may equal src.
+template <class T, class F>
+__device__ __forceinline__ void mapRange(T* dst, const T* src, size_t count, F f, size_t tid, size_t nthreads) {
+  if (reinterpret_cast<uintptr_t>(dst) % kVecBytes != reinterpret_cast<uintptr_t>(src) % kVecBytes) {
+    for (size_t i = tid; i < count; i += nthreads) dst[i] = f(src[i]);
+    return;
+  }
+  constexpr int kV = static_cast<int>(kVecBytes / sizeof(T));
+  const Split sp = splitRange<T>(dst, count);
+  for (size_t i = tid; i < sp.head; i += nthreads) dst[i] = f(src[i]);
+  Vec* out = reinterpret_cast<Vec*>(dst + sp.head);
+  const Vec* in = reinterpret_cast<const Vec*>(src + sp.head);
+  for (size_t j = tid; j < sp.nvec; j += nthreads) {
+    T e[kV];
+    unpack(in[j], e);
+#pragma unroll
+    for (int x = 0; x < kV; ++x) e[x] = f(e[x]);
+    out[j] = pack(e);
+  }
+  for (size_t i = sp.tailBegin + tid; i < count; i += nthreads) dst[i] = f(src[i]);
+}
+}  // namespace detail
+
 /// data[i] = data[i] / divisor, worker `tid`'s share of `nthreads` (the final step of Avg): integers
 /// divide the stored value with truncation, float32/float64 one IEEE division, 16-bit floats divide in
 /// float32 and round once; the bits of cpu::divideInPlace. divisor >= 1.
@@ -203,46 +228,18 @@ __device__ void divideRange(T* data, size_t count, int divisor, size_t tid, size
       return Accumulator<T>::narrow(Accumulator<T>::widen(x) / static_cast<float>(divisor));
     }
   };
-  constexpr int kV = static_cast<int>(detail::kVecBytes / sizeof(T));
-  const detail::Split s = detail::splitRange<T>(data, count);
-  for (size_t i = tid; i < s.head; i += nthreads) data[i] = divide(data[i]);
-  detail::Vec* body = reinterpret_cast<detail::Vec*>(data + s.head);
-  for (size_t j = tid; j < s.nvec; j += nthreads) {
-    T e[kV];
-    detail::unpack(body[j], e);
-#pragma unroll
-    for (int x = 0; x < kV; ++x) e[x] = divide(e[x]);
-    body[j] = detail::pack(e);
-  }
-  for (size_t i = s.tailBegin + tid; i < count; i += nthreads) data[i] = divide(data[i]);
+  detail::mapRange(data, data, count, divide, tid, nthreads);
 }
 
 /// dst[i] = s * src[i] for i in [0, count) (PreMulSum's scaled copy of a rank's input), worker `tid`'s
 /// share of `nthreads`: the accumulator-type multiplication of scaleValue (reduce_ops.h), rounded once for
 /// the 16-bit floats, integers wrapping; the bits of cpu::premulSumFunction with one scaled source.
-/// 16-byte vectors when dst and src agree mod 16, scalar elements otherwise. dst may equal src.
+/// dst may equal src.
 template <class T>
 __device__ void scaleRange(T* dst, const T* src, size_t count, typename Accumulator<T>::Type s, size_t tid,
                            size_t nthreads) {
   using Acc = Accumulator<T>;
-  auto scale = [s](T x) -> T { return Acc::narrow(scaleValue(Acc::widen(x), s)); };
-  if (reinterpret_cast<uintptr_t>(dst) % detail::kVecBytes != reinterpret_cast<uintptr_t>(src) % detail::kVecBytes) {
-    for (size_t i = tid; i < count; i += nthreads) dst[i] = scale(src[i]);
-    return;
-  }
-  constexpr int kV = static_cast<int>(detail::kVecBytes / sizeof(T));
-  const detail::Split sp = detail::splitRange<T>(dst, count);
-  for (size_t i = tid; i < sp.head; i += nthreads) dst[i] = scale(src[i]);
-  detail::Vec* out = reinterpret_cast<detail::Vec*>(dst + sp.head);
-  const detail::Vec* in = reinterpret_cast<const detail::Vec*>(src + sp.head);
-  for (size_t j = tid; j < sp.nvec; j += nthreads) {
-    T e[kV];
-    detail::unpack(in[j], e);
-#pragma unroll
-    for (int x = 0; x < kV; ++x) e[x] = scale(e[x]);
-    out[j] = detail::pack(e);
-  }
-  for (size_t i = sp.tailBegin + tid; i < count; i += nthreads) dst[i] = scale(src[i]);
+  detail::mapRange(dst, src, count, [s](T x) -> T { return Acc::narrow(scaleValue(Acc::widen(x), s)); }, tid, nthreads);
 }
 
 namespace detail {

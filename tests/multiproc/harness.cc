@@ -51,6 +51,13 @@ struct SharedId {
 
 }  // namespace
 
+bool lastErrorMentions(const std::string& what) {
+  const std::string msg = cfxGetLastError(nullptr);
+  const bool ok = msg.find(what) != std::string::npos;
+  if (!ok) fprintf(stderr, "last error '%s' does not mention '%s'\n", msg.c_str(), what.c_str());
+  return ok;
+}
+
 std::vector<RankOutcome> runRanks(int nranks, const RankBody& body, const RunOptions& opts) {
   void* mem = mmap(nullptr, sizeof(SharedId), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {

@@ -41,6 +41,10 @@ bool allSucceeded(const std::vector<RankOutcome>& outcomes);
 /// memory. Needs a build with libfabric.
 void simulateNode(int node);
 
+/// True when the calling thread's last Conflux error message contains `what` (else says what it was on
+/// stderr): how the tests check that an error names its argument.
+bool lastErrorMentions(const std::string& what);
+
 /// Names of files in /dev/shm whose name starts with `prefix`.
 std::vector<std::string> shmFiles(const std::string& prefix = "conflux-");
 

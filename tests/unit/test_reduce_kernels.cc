@@ -104,6 +104,23 @@ F refFloatOp(RedOp op, F a, F b) {
   return a;
 }
 
+/// Calls gen(T{}) for the integer and 32/64-bit float types, or half(decode, encode) for the 16-bit floats.
+template <class Gen, class Half>
+void onType(DataType t, Gen&& gen, Half&& half) {
+  switch (t) {
+    case DataType::Int8: return gen(int8_t{});
+    case DataType::Uint8: return gen(uint8_t{});
+    case DataType::Int32: return gen(int32_t{});
+    case DataType::Uint32: return gen(uint32_t{});
+    case DataType::Int64: return gen(int64_t{});
+    case DataType::Uint64: return gen(uint64_t{});
+    case DataType::Float32: return gen(float{});
+    case DataType::Float64: return gen(double{});
+    case DataType::Float16: return half(kref::cachedDecode<kref::halfToDouble>, kref::doubleToHalf);
+    case DataType::Bfloat16: return half(kref::cachedDecode<kref::bf16ToDouble>, kref::doubleToBf16);
+  }
+}
+
 /// Reference for element i written into `out` (sizeof element bytes).
 void refElement(DataType t, RedOp op, const std::vector<const unsigned char*>& srcs, size_t i, unsigned char* out) {
   auto gen = [&](auto tag) {
@@ -123,18 +140,7 @@ void refElement(DataType t, RedOp op, const std::vector<const unsigned char*>& s
     const uint16_t r = encode(acc);
     std::memcpy(out, &r, 2);
   };
-  switch (t) {
-    case DataType::Int8: return gen(int8_t{});
-    case DataType::Uint8: return gen(uint8_t{});
-    case DataType::Int32: return gen(int32_t{});
-    case DataType::Uint32: return gen(uint32_t{});
-    case DataType::Int64: return gen(int64_t{});
-    case DataType::Uint64: return gen(uint64_t{});
-    case DataType::Float32: return gen(float{});
-    case DataType::Float64: return gen(double{});
-    case DataType::Float16: return half(kref::cachedDecode<kref::halfToDouble>, kref::doubleToHalf);
-    case DataType::Bfloat16: return half(kref::cachedDecode<kref::bf16ToDouble>, kref::doubleToBf16);
-  }
+  onType(t, gen, half);
 }
 
 /// Equal bits, or both NaN.
@@ -299,18 +305,7 @@ void refPremulElement(DataType t, const std::vector<const unsigned char*>& srcs,
     const uint16_t r = encode(acc);
     std::memcpy(out, &r, 2);
   };
-  switch (t) {
-    case DataType::Int8: return gen(int8_t{});
-    case DataType::Uint8: return gen(uint8_t{});
-    case DataType::Int32: return gen(int32_t{});
-    case DataType::Uint32: return gen(uint32_t{});
-    case DataType::Int64: return gen(int64_t{});
-    case DataType::Uint64: return gen(uint64_t{});
-    case DataType::Float32: return gen(float{});
-    case DataType::Float64: return gen(double{});
-    case DataType::Float16: return half(kref::cachedDecode<kref::halfToDouble>, kref::doubleToHalf);
-    case DataType::Bfloat16: return half(kref::cachedDecode<kref::bf16ToDouble>, kref::doubleToBf16);
-  }
+  onType(t, gen, half);
 }
 
 using PremulParam = std::tuple<Isa, DataType>;

@@ -1,0 +1,158 @@
+"""Runs PyTorch's own distributed test suite (torch/testing/_internal/distributed/distributed_test.py, shipped
+in the torch wheel) against the conflux backend, and prints how many tests passed, failed, were skipped or
+errored, with the reason of every failure and skip.
+
+    python tests/torch/run_torch_suite.py --world-size 2                  # the whole suite
+    python tests/torch/run_torch_suite.py --world-size 3 --subset ci      # the subset CI requires to pass
+    python tests/torch/run_torch_suite.py -k test_all_reduce_sum -k test_barrier
+
+The suite decides at import time which tests apply to a backend, from torch's feature tables
+(DistTestCases); a new backend is in none of them, so this driver adds "conflux" where it has the feature
+(plugin, ddp, subgroup, gpu, cuda: tests needing a GPU skip by themselves without one) and marks receiving
+from any source as unsupported, before importing the suite. Each test spawns WORLD_SIZE processes that rendezvous through a
+file:// store; exit status 0 when nothing failed or errored.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+import unittest
+
+# The suite reads BACKEND and WORLD_SIZE at import time, and every spawned child re-imports this file.
+if __name__ == "__main__":
+    _pre = argparse.ArgumentParser(add_help=False)
+    _pre.add_argument("--world-size", type=int, default=2)
+    _known, _ = _pre.parse_known_args()
+    os.environ["WORLD_SIZE"] = str(_known.world_size)
+os.environ.setdefault("BACKEND", "conflux")
+os.environ.setdefault("WORLD_SIZE", "2")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+import conflux_torch  # noqa: E402,F401  (registers "conflux"; the entry points would too)
+from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
+
+# "gpu" and "cuda" name the backends whose tests of those features run at all (gloo is in "gpu": most
+# of them run on CPU tensors too); the tests that need a GPU skip by themselves where there is none.
+for feature in ("plugin", "ddp", "subgroup", "gpu", "cuda"):
+    DistTestCases.backend_feature[feature].add("conflux")
+DistTestCases.skip_collective["sendrecv anysource"].add("conflux")  # Conflux matches messages by sender
+
+from torch.testing._internal.distributed.distributed_test import DistributedTest, TestDistBackend  # noqa: E402
+
+
+class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):
+    def setUp(self):
+        super().setUp()
+        self._spawn_processes()
+
+
+# The subset CI runs (and requires to pass): collectives, point to point, barrier, groups, DDP.
+CI_SUBSET = [
+    "test_all_reduce_sum", "test_all_reduce_max", "test_all_reduce_min", "test_all_reduce_product",
+    "test_all_reduce_sum_async", "test_all_reduce_sum_complex", "test_all_reduce_complex_unsupported_ops",
+    "test_all_reduce_group_sum", "test_all_reduce_full_group_max",
+    "test_all_gather", "test_all_gather_complex", "test_all_gather_group", "test_all_gather_coalesced_simple",
+    "test_all_gather_coalesced_with_empty",
+    "test_reduce_sum", "test_reduce_max", "test_reduce_product", "test_reduce_group_min", "test_reduce_sum_twice",
+    "test_broadcast", "test_broadcast_group", "test_broadcast_full_group",
+    "test_gather", "test_gather_checks", "test_gather_group", "test_scatter", "test_scatter_checks",
+    "test_scatter_complex", "test_scatter_group",
+    "test_barrier", "test_barrier_group", "test_send_recv", "test_send_recv_with_tag", "test_isend", "test_irecv",
+    "test_get_backend", "test_get_rank_size_group", "test_destroy_group", "test_destroy_full_group",
+    "test_DistributedDataParallelCPU", "test_DistributedDataParallelCPU_grad_is_view",
+    "test_DistributedDataParallel_requires_grad", "test_ddp_create_graph", "test_ddp_comm_hook_logging",
+    "test_ddp_unused_params_rebuild_buckets_exception", "test_output_unused_in_loss_tuple_module",
+    "test_undefined_grad_parity_unused_parameters", "test_verify_model_across_rank_with_logger",
+    "test_static_graph_api_cpu", "test_post_localSGD_optimizer_parity",
+]
+
+
+class Collector(unittest.TextTestResult):
+    """Keeps every outcome with its reason, and the time each test took."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.outcomes = {}
+        self._t0 = {}
+
+    def startTest(self, test):
+        self._t0[test.id()] = time.monotonic()
+        super().startTest(test)
+
+    def _done(self, test, outcome, reason=""):
+        took = time.monotonic() - self._t0.get(test.id(), time.monotonic())
+        self.outcomes[test.id().split(".")[-1]] = {"outcome": outcome, "reason": reason, "seconds": round(took, 1)}
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._done(test, "passed")
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._done(test, "failed", self._exc_info_to_string(err, test).strip().splitlines()[-1])
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._done(test, "error", self._exc_info_to_string(err, test).strip().splitlines()[-1])
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._done(test, "skipped", reason)
+
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        self._done(test, "expected failure")
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self._done(test, "unexpected success")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--world-size", type=int, default=2)
+    p.add_argument("--subset", choices=["all", "ci"], default="all")
+    p.add_argument("-k", dest="patterns", action="append", default=[], help="run tests whose name contains this")
+    p.add_argument("--json", help="write every outcome to this file")
+    args = p.parse_args()
+
+    loader = unittest.TestLoader()
+    names = loader.getTestCaseNames(TestDistBackendWithSpawn)
+    if args.subset == "ci":
+        missing = [n for n in CI_SUBSET if n not in names]
+        if missing:
+            print(f"the CI subset names tests this torch does not have: {missing}", file=sys.stderr)
+            return 2
+        names = CI_SUBSET
+    if args.patterns:
+        names = [n for n in names if any(pat in n for pat in args.patterns)]
+    suite = unittest.TestSuite(TestDistBackendWithSpawn(n) for n in names)
+    print(f"torch {torch.__version__}, backend conflux, WORLD_SIZE={os.environ['WORLD_SIZE']}: {len(names)} tests",
+          flush=True)
+    t0 = time.monotonic()
+    result = unittest.TextTestRunner(resultclass=Collector, verbosity=2, stream=sys.stdout).run(suite)
+    outcomes = result.outcomes
+    counts = {}
+    for o in outcomes.values():
+        counts[o["outcome"]] = counts.get(o["outcome"], 0) + 1
+    print(f"\n== {len(outcomes)} tests in {time.monotonic() - t0:.0f} s: " +
+          ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    for kind in ("failed", "error", "skipped"):
+        listed = {n: o for n, o in sorted(outcomes.items()) if o["outcome"] == kind}
+        if listed:
+            print(f"-- {kind}:")
+            for n, o in listed.items():
+                print(f"   {n}: {o['reason'][:240]}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"torch": torch.__version__, "world_size": int(os.environ["WORLD_SIZE"]), "counts": counts,
+                       "tests": outcomes}, f, indent=1, sort_keys=True)
+    return 0 if not counts.get("failed") and not counts.get("error") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
