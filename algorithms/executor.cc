@@ -152,7 +152,7 @@ class RankExecutor {
       if (netPending_ > 0) {
         // Network completions ring no doorbell: block on the transport instead, briefly, so that
         // shared-memory peers of this round are not left waiting long.
-        env_.net->poll(Clock::now() + (shmPending_ ? kMixedNetWait : kNetWait));
+        pollNet(Clock::now() + (shmPending_ ? kMixedNetWait : kNetWait));
       } else {
         world_->sleep(seen, kMaxSleepMs);
       }
@@ -170,7 +170,7 @@ class RankExecutor {
     shmPending_ = false;
     std::fill(sendBusy_.begin(), sendBusy_.end(), 0);
     std::fill(recvBusy_.begin(), recvBusy_.end(), 0);
-    if (netPending_ > 0) env_.net->progress();
+    if (netPending_ > 0) progressNetQueues();
     for (uint32_t i = 0; i < round.numOps; ++i) {
       const Op& op = plan_.ops[round.firstOp + i];
       OpState& st = states_[i];
@@ -339,7 +339,12 @@ class RankExecutor {
     --netPending_;
     return true;
   }
+  void progressNetQueues() { env_.net->progress(); }
+  void pollNet(Clock::time_point until) { env_.net->poll(until); }
 #else
+  // Builds without libfabric never have messages to other nodes in flight (netPending_ stays 0).
+  void progressNetQueues() {}
+  void pollNet(Clock::time_point) {}
   Status postNet(const Round&) {
     return Status(Code::InvalidUsage, "ranks span nodes, but this build has no inter-node transport (OFI)");
   }
@@ -378,6 +383,9 @@ class RankExecutor {
       }
       case OpKind::Reduce: {
         srcPtrs_.resize(op.nsrc);
+        // PreMulSum: the sources read from this rank's own input get its scalar. The kernel's mask has 64
+        // bits; no plan reduces its own input past source 63 (one-shot stages it first, two-shot and the
+        // message-passing plans put it first), which the simulator's sweeps would catch as a wrong result.
         uint64_t mask = 0;
         for (uint32_t i = 0; i < op.nsrc; ++i) {
           srcPtrs_[i] = resolve(plan_.src(op, i));

@@ -9,8 +9,10 @@ Method: for each repetition and rank count, one torch job (every rank pinned to 
 warm-up, then one timed batch per backend, in turn conflux, gloo, fake, each batch after a barrier of its
 own group) and then one conflux-perf run (--pin) with the same sizes, so slow spells of a noisy machine
 spread over every column; the table shows medians over the repetitions. busbw = 2 (n-1)/n x bytes / time.
-added_us = conflux - conflux-perf (all that torch and the backend add); backend_us = conflux - fake -
-conflux-perf (what the backend itself adds: the fake column is torch's own cost of a call).
+added_us = conflux - conflux-perf (all that torch and the backend add); no-FR = the conflux column again in a job with
+TORCH_FR_BUFFER_SIZE=0 (torch then attaches no flight-recorder hook to plugin groups, which it does by
+default, at about 2 us a call); backend_us = no-FR - fake - conflux-perf (what the backend itself adds:
+the fake column is torch's own cost of a call).
 A benchmark, not a test: the targets are reported, never asserted.
 """
 
@@ -51,7 +53,9 @@ def fmt_size(b):
 
 # ---- one torch job: every rank runs this ----
 
-def torch_job(rank, world, sizes, path, results):
+def torch_job(rank, world, sizes, path, results, only_conflux):
+    if only_conflux:  # the conflux column again without torch's flight-recorder hook on plugin groups
+        os.environ["TORCH_FR_BUFFER_SIZE"] = "0"
     import torch
     import torch.distributed as dist
     from torch.testing._internal.distributed import fake_pg  # noqa: F401  (registers the "fake" backend)
@@ -59,7 +63,9 @@ def torch_job(rank, world, sizes, path, results):
     os.sched_setaffinity(0, {rank % os.cpu_count()})
     torch.set_num_threads(1)
     dist.init_process_group("conflux", init_method="file://" + path, rank=rank, world_size=world)
-    groups = {"conflux": dist.group.WORLD, "gloo": dist.new_group(backend="gloo"), "fake": dist.new_group(backend="fake")}
+    groups = {"conflux": dist.group.WORLD}
+    if not only_conflux:
+        groups.update({"gloo": dist.new_group(backend="gloo"), "fake": dist.new_group(backend="fake")})
     times = {}
     for b in sizes:
         n = max(1, b // 4)
@@ -86,14 +92,15 @@ def torch_job(rank, world, sizes, path, results):
     dist.destroy_process_group()
 
 
-def run_torch(world, sizes):
+def run_torch(world, sizes, only_conflux=False):
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "rendezvous")
-        procs = [ctx.Process(target=torch_job, args=(r, world, sizes, path, results)) for r in range(world)]
+        procs = [ctx.Process(target=torch_job, args=(r, world, sizes, path, results, only_conflux))
+                 for r in range(world)]
         for p in procs:
             p.start()
         times = results.get(timeout=1800)
@@ -170,12 +177,13 @@ def main():
     sizes = sizes_from(parse_size(args.b), parse_size(args.e), args.f)
     report = {"sizes": sizes, "ranks": {}}
     for world in args.ranks:
-        reps = {"conflux": [], "gloo": [], "fake": [], "perf": []}
+        reps = {"conflux": [], "gloo": [], "fake": [], "nofr": [], "perf": []}
         for _ in range(args.reps):
             t = run_torch(world, sizes)
             for k in ("conflux", "gloo", "fake"):
                 if k in t:
                     reps[k].append(t[k])
+            reps["nofr"].append(run_torch(world, sizes, only_conflux=True)["conflux"])
             if args.perf:
                 reps["perf"].append(run_perf(args.perf, world, sizes[0], sizes[-1], args.f))
         med = {k: {b: statistics.median(r[b] for r in v) for b in sizes} for k, v in reps.items() if v}
@@ -183,7 +191,7 @@ def main():
         print(f"\n# {world} processes, float32 all_reduce on CPU tensors, medians of {args.reps} (us; busbw GB/s)")
         head = f"{'size':>6} {'conflux':>10} {'busbw':>7} {'gloo':>10} {'busbw':>7} {'x gloo':>7}"
         if "fake" in med:
-            head += f" {'fake':>8}"
+            head += f" {'fake':>8} {'no-FR':>8}"
         if "perf" in med:
             head += f" {'cfx-perf':>9} {'added':>8} {'backend':>8} {'x perf':>7}"
         print(head)
@@ -191,10 +199,10 @@ def main():
             c, g = med["conflux"][b], med["gloo"][b]
             line = f"{fmt_size(b):>6} {c:10.2f} {busbw(b, c, world):7.3f} {g:10.2f} {busbw(b, g, world):7.3f} {g / c:7.2f}"
             if "fake" in med:
-                line += f" {med['fake'][b]:8.2f}"
+                line += f" {med['fake'][b]:8.2f} {med['nofr'][b]:8.2f}"
             if "perf" in med:
                 pt = med["perf"][b]
-                backend = c - med["fake"][b] - pt if "fake" in med else float("nan")
+                backend = med["nofr"][b] - med["fake"][b] - pt if "fake" in med else float("nan")
                 line += f" {pt:9.2f} {c - pt:8.2f} {backend:8.2f} {c / pt:7.2f}"
             print(line)
     if args.json:

@@ -1,5 +1,6 @@
 // The C ABI boundary: every exported function converts exceptions and Status into cfxResult_t in one place
 // (guarded) and records the message as the calling thread's last error.
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -80,18 +81,24 @@ cfxResult_t guarded(const char* fn, F&& body, const cfxComm* comm = nullptr) {
 /// The per-communicator settings of a cfxConfig_t (NULL: none), each bad field named.
 Status readConfig(const cfxConfig_t* config, CommOptions& out, int* splitShare) {
   if (config == nullptr) return Status::ok();
-  if (config->magic != CFX_CONFIG_MAGIC || config->size < sizeof(cfxConfig_t)) {
+  // A caller built against an older header passes a smaller struct: fields past its size are unset (and
+  // a newer one's extra fields are ignored), so the struct can grow without breaking binaries.
+  if (config->magic != CFX_CONFIG_MAGIC || config->size < offsetof(cfxConfig_t, timeoutMs)) {
     return Status(Code::InvalidArgument, "config: not initialised with CFX_CONFIG_INITIALIZER (magic " +
                                              std::to_string(config->magic) + ", size " + std::to_string(config->size) + ")");
   }
-  if (config->timeoutMs != CFX_CONFIG_UNDEF_INT) {
+  auto has = [&](size_t offset, size_t bytes) { return config->size >= offset + bytes; };
+  if (has(offsetof(cfxConfig_t, timeoutMs), sizeof(int)) && config->timeoutMs != CFX_CONFIG_UNDEF_INT) {
     if (config->timeoutMs < 1) {
       return Status(Code::InvalidArgument, "config->timeoutMs: " + std::to_string(config->timeoutMs) + " must be >= 1");
     }
     out.timeoutMs = config->timeoutMs;
   }
-  if (config->commName != nullptr) out.name = std::string(config->commName).substr(0, 63);
-  if (splitShare != nullptr && config->splitShare != CFX_CONFIG_UNDEF_INT) {
+  if (has(offsetof(cfxConfig_t, commName), sizeof(const char*)) && config->commName != nullptr) {
+    out.name = std::string(config->commName).substr(0, 63);
+  }
+  if (splitShare != nullptr && has(offsetof(cfxConfig_t, splitShare), sizeof(int)) &&
+      config->splitShare != CFX_CONFIG_UNDEF_INT) {
     if (config->splitShare != 0 && config->splitShare != 1) {
       return Status(Code::InvalidArgument, "config->splitShare: " + std::to_string(config->splitShare) + " must be 0 or 1");
     }
@@ -468,50 +475,50 @@ cfxResult_t cfxCommLocalRank(const cfxComm_t comm, int* localRank, int* localSiz
 cfxResult_t cfxAllReduce(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype,
                          cfxRedOp_t op, cfxComm_t comm, cfxStream_t stream) {
   CallArgs a{Collective::AllReduce, sendbuff, recvbuff, count};
-  return collective("cfxAllReduce", a, datatype, op, true, comm, stream);
+  return collective("cfxAllReduce", a, rawEnum(datatype), rawEnum(op), true, comm, stream);
 }
 
 cfxResult_t cfxReduce(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype, cfxRedOp_t op,
                       int root, cfxComm_t comm, cfxStream_t stream) {
   CallArgs a{Collective::Reduce, sendbuff, recvbuff, count};
   a.root = root;
-  return collective("cfxReduce", a, datatype, op, true, comm, stream);
+  return collective("cfxReduce", a, rawEnum(datatype), rawEnum(op), true, comm, stream);
 }
 
 cfxResult_t cfxBroadcast(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype, int root,
                          cfxComm_t comm, cfxStream_t stream) {
   CallArgs a{Collective::Broadcast, sendbuff, recvbuff, count};
   a.root = root;
-  return collective("cfxBroadcast", a, datatype, 0, false, comm, stream);
+  return collective("cfxBroadcast", a, rawEnum(datatype), 0, false, comm, stream);
 }
 
 cfxResult_t cfxAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, cfxDataType_t datatype,
                          cfxComm_t comm, cfxStream_t stream) {
   CallArgs a{Collective::AllGather, sendbuff, recvbuff, sendcount};
-  return collective("cfxAllGather", a, datatype, 0, false, comm, stream);
+  return collective("cfxAllGather", a, rawEnum(datatype), 0, false, comm, stream);
 }
 
 cfxResult_t cfxReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, cfxDataType_t datatype,
                              cfxRedOp_t op, cfxComm_t comm, cfxStream_t stream) {
   CallArgs a{Collective::ReduceScatter, sendbuff, recvbuff, recvcount};
-  return collective("cfxReduceScatter", a, datatype, op, true, comm, stream);
+  return collective("cfxReduceScatter", a, rawEnum(datatype), rawEnum(op), true, comm, stream);
 }
 
 cfxResult_t cfxAllToAll(const void* sendbuff, void* recvbuff, size_t count, cfxDataType_t datatype,
                         cfxComm_t comm, cfxStream_t stream) {
   CallArgs a{Collective::AllToAll, sendbuff, recvbuff, count};
-  return collective("cfxAllToAll", a, datatype, 0, false, comm, stream);
+  return collective("cfxAllToAll", a, rawEnum(datatype), 0, false, comm, stream);
 }
 
 cfxResult_t cfxGather(const void* sendbuff, void* recvbuff, size_t sendcount, cfxDataType_t datatype, int root,
                       cfxComm_t comm, cfxStream_t stream) {
-  return vectorCollective("cfxGather", VectorCall{sendbuff, recvbuff, DataType::Uint8, root, sendcount}, datatype,
+  return vectorCollective("cfxGather", VectorCall{sendbuff, recvbuff, DataType::Uint8, root, sendcount}, rawEnum(datatype),
                           comm, stream, gatherOps);
 }
 
 cfxResult_t cfxScatter(const void* sendbuff, void* recvbuff, size_t recvcount, cfxDataType_t datatype, int root,
                        cfxComm_t comm, cfxStream_t stream) {
-  return vectorCollective("cfxScatter", VectorCall{sendbuff, recvbuff, DataType::Uint8, root, recvcount}, datatype,
+  return vectorCollective("cfxScatter", VectorCall{sendbuff, recvbuff, DataType::Uint8, root, recvcount}, rawEnum(datatype),
                           comm, stream, scatterOps);
 }
 
@@ -525,17 +532,17 @@ cfxResult_t cfxAllToAllv(const void* sendbuff, const size_t sendcounts[], const 
   c.sendDispls = sdispls;
   c.recvCounts = recvcounts;
   c.recvDispls = rdispls;
-  return vectorCollective("cfxAllToAllv", c, datatype, comm, stream, allToAllvOps);
+  return vectorCollective("cfxAllToAllv", c, rawEnum(datatype), comm, stream, allToAllvOps);
 }
 
 cfxResult_t cfxSend(const void* sendbuff, size_t count, cfxDataType_t datatype, int peer, cfxComm_t comm,
                     cfxStream_t stream) {
-  return pointToPoint("cfxSend", true, sendbuff, count, datatype, peer, comm, stream);
+  return pointToPoint("cfxSend", true, sendbuff, count, rawEnum(datatype), peer, comm, stream);
 }
 
 cfxResult_t cfxRecv(void* recvbuff, size_t count, cfxDataType_t datatype, int peer, cfxComm_t comm,
                     cfxStream_t stream) {
-  return pointToPoint("cfxRecv", false, recvbuff, count, datatype, peer, comm, stream);
+  return pointToPoint("cfxRecv", false, recvbuff, count, rawEnum(datatype), peer, comm, stream);
 }
 
 cfxResult_t cfxGroupStart(void) {

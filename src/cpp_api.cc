@@ -158,6 +158,16 @@ void Communicator::ordered(const std::function<cfxResult_t(cfxComm_t)>& fn) {
   impl_->submit([&fn, c] { return fn(c); }, false).wait();
 }
 
+void Communicator::releaseOpInOrder(cfxRedOp_t op) noexcept {
+  cfxComm_t c = impl_->comm;
+  try {
+    // Queued behind the calls that may use it when there is a worker, else run now (not waited for).
+    impl_->submit([c, op] { return cfxRedOpDestroy(op, c); }, false);
+  } catch (...) {
+    cfxRedOpDestroy(op, c);  // could not queue (out of memory): release now
+  }
+}
+
 Communicator Communicator::fromEnvironment() {
   auto impl = std::make_unique<Impl>();
   check(cfxCommInitFromEnv(&impl->comm));

@@ -10,6 +10,7 @@
 #include "algorithms/plan.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "kernels/cuda/reduce.h"
 #include "src/device_call_util.h"
 #include "src/device_memory.h"
 #include "transport/cuda_ipc/ipc_workspace.h"
@@ -113,8 +114,23 @@ Status DeviceCalls::run(const CallArgs& a, const Places& places) {
 }
 
 Status DeviceCalls::runAlone(const CallArgs& a) {
-  // One rank: every collective copies its input to its output (Avg divides by 1), on the stream.
+  // One rank: every collective copies its input to its output (Avg divides by 1), on the stream; a
+  // pre-multiplied sum multiplies as it copies (in place too).
   const BufferSizes sz = sizesOf(a, setup_.rank, setup_.nranks);
+  if (a.op == RedOp::PreMulSum && sz.recv > 0) {
+    const size_t elt = dataTypeSize(a.dtype);
+    uint64_t bits = a.scalarBits;
+    const void* onDevice = nullptr;
+    if (a.scalarPtr != nullptr) {
+      if (placeOf(a.scalarPtr).space == MemSpace::Cuda) onDevice = a.scalarPtr;
+      else std::memcpy(&bits, a.scalarPtr, elt);
+    }
+    if (cudaError_t e = cuda::launchScale(a.dtype, a.recv, a.send, sz.recv / elt, bits, onDevice, streamOf(a.stream));
+        e != cudaSuccess) {
+      return cudaFailure("pre-multiplied sum (one rank) launch", e);
+    }
+    return Status::ok();
+  }
   if (a.send == a.recv || sz.recv == 0) return Status::ok();
   if (cudaError_t e = cudaMemcpyAsync(a.recv, a.send, sz.recv, cudaMemcpyDefault, streamOf(a.stream)); e != cudaSuccess) {
     return cudaFailure("recvbuff: copy from sendbuff", e);

@@ -258,27 +258,33 @@ class CFX_API Communicator {
                      cfxDataType_t type);
   /// Runs @p fn on this communicator in issue order with the asynchronous calls; throws on failure.
   void ordered(const std::function<cfxResult_t(cfxComm_t)>& fn);
+  /// Releases @p op after the calls issued before (asynchronous ones may still use it).
+  void releaseOpInOrder(cfxRedOp_t op) noexcept;
+  template <class T>
+  friend class PreMulSum;
   struct Impl;
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
 /// A pre-multiplied sum on one communicator (cfxRedOpCreatePreMulSum, RAII): pass op() as the reduction;
-/// each rank's input is multiplied by its own @p scalar before the sum. Use it with element type T only.
+/// each rank's input is multiplied by its own @p scalar before the sum. Use it with element type T only,
+/// on the communicator it was made on, which must outlive it. The op is released after the calls issued
+/// before the destructor (asynchronous ones included) have run.
 template <class T>
 class PreMulSum {
  public:
-  PreMulSum(const Communicator& comm, T scalar) : comm_(comm.native()) {
-    check(cfxRedOpCreatePreMulSum(&op_, &scalar, dataTypeOf<T>(), cfxScalarHostImmediate, comm_));
+  PreMulSum(Communicator& comm, T scalar) : comm_(comm) {
+    check(cfxRedOpCreatePreMulSum(&op_, &scalar, dataTypeOf<T>(), cfxScalarHostImmediate, comm.native()));
   }
-  ~PreMulSum() { cfxRedOpDestroy(op_, comm_); }
+  ~PreMulSum() { comm_.releaseOpInOrder(op_); }
   PreMulSum(const PreMulSum&) = delete;
   PreMulSum& operator=(const PreMulSum&) = delete;
   /// The op to pass to the collectives of the communicator it was made on.
   cfxRedOp_t op() const { return op_; }
 
  private:
-  cfxComm_t comm_;
+  Communicator& comm_;
   cfxRedOp_t op_ = cfxSum;
 };
 

@@ -47,6 +47,19 @@ __global__ void __launch_bounds__(kReduceBlockThreads, kMinBlocksPerSm)
   divideRange<T>(data, count, divisor, tid, static_cast<size_t>(gridDim.x) * blockDim.x);
 }
 
+template <class T>
+__global__ void __launch_bounds__(kReduceBlockThreads, kMinBlocksPerSm)
+    scaleKernel(T* dst, const T* src, size_t count, uint64_t bits, const T* scalarDevice) {
+  T s;
+  if (scalarDevice != nullptr) {
+    s = *scalarDevice;
+  } else {
+    memcpy(&s, &bits, sizeof(T));
+  }
+  const size_t tid = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  scaleRange<T>(dst, src, count, Accumulator<T>::widen(s), tid, static_cast<size_t>(gridDim.x) * blockDim.x);
+}
+
 /// Blocks that cover `count` elements of `elemSize` bytes at one worker per `perWorker` vectors,
 /// clamped to [1, limit].
 int blocksFor(size_t count, size_t elemSize, size_t perWorker, int limit) {
@@ -134,6 +147,30 @@ cudaError_t launchReduceWithGrid(DataType type, RedOp op, void* dst, void* dst2,
   if (count == 0) return cudaSuccess;
   if (!validReduceArgs(type, op, dst, dst2, srcs, nsrc)) return cudaErrorInvalidValue;
   return launchReduceChecked(type, op, dst, dst2, srcs, nsrc, count, blocks, threadsPerBlock, stream);
+}
+
+cudaError_t launchScale(DataType type, void* dst, const void* src, size_t count, uint64_t scalarBits,
+                        const void* scalarDevice, cudaStream_t stream) {
+  if (!isValidDataType(static_cast<int>(type))) return cudaErrorInvalidValue;
+  if (count == 0) return cudaSuccess;
+  const size_t es = dataTypeSize(type);
+  if (dst == nullptr || src == nullptr || !alignedTo(dst, es) || !alignedTo(src, es) || !alignedTo(scalarDevice, es)) {
+    return cudaErrorInvalidValue;
+  }
+  int limit = 0;
+  cudaError_t err = reduceGridLimit(&limit);
+  if (err != cudaSuccess) return err;
+  err = cudaErrorInvalidValue;
+  dispatchTypeOp(type, RedOp::Sum, [&]<class T, RedOp>() {
+    const int blocks = blocksFor(count, sizeof(T), 1, limit);
+    T* d = static_cast<T*>(dst);
+    const T* in = static_cast<const T*>(src);
+    const T* sd = static_cast<const T*>(scalarDevice);
+    void* args[] = {&d, &in, &count, &scalarBits, &sd};
+    err = cudaLaunchKernel(reinterpret_cast<const void*>(&scaleKernel<T>), dim3(blocks), dim3(kReduceBlockThreads),
+                           args, 0, stream);
+  });
+  return err;
 }
 
 cudaError_t launchDivide(DataType type, void* data, size_t count, int divisor, cudaStream_t stream) {

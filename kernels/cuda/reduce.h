@@ -41,6 +41,13 @@ cudaError_t launchReduceWithGrid(DataType type, RedOp op, void* dst, void* dst2,
 /// misaligned pointer.
 cudaError_t launchDivide(DataType type, void* data, size_t count, int divisor, cudaStream_t stream);
 
+/// dst[i] = s * src[i] for i < count on `stream` (a pre-multiplied sum on one rank): s is read by the
+/// kernel from `scalarDevice` (device memory) when that is not null, else it is the low bytes of
+/// `scalarBits`; the arithmetic of scaleRange (reduce_device.cuh). dst may equal src. count == 0 launches
+/// nothing; cudaErrorInvalidValue for an invalid type or a null or misaligned pointer.
+cudaError_t launchScale(DataType type, void* dst, const void* src, size_t count, uint64_t scalarBits,
+                        const void* scalarDevice, cudaStream_t stream);
+
 /// Blocks launchReduce uses at most on the current device: 4 per SM (one wave of 256-thread blocks,
 /// all resident at once). Cached per device after the first query.
 cudaError_t reduceGridLimit(int* blocks);

@@ -2,6 +2,9 @@
 // send/recv batches cannot deadlock, and the C++ API (RAII, spans, async requests, exceptions) works.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+#include <signal.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -107,6 +110,25 @@ TEST_P(GroupSendRecv, RingExchangeDoesNotDeadlock) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, GroupSendRecv, ::testing::Values(1, 2, 3, 5));
+
+// Loading libconflux (and with it libfabric, whose PSM provider's libinfinipath installs handlers for
+// these signals) leaves the program's signal dispositions as they were: no handler from libinfinipath.
+TEST(Api, LoadingTheLibraryLeavesSignalHandlersAlone) {
+  int version = 0;
+  ASSERT_EQ(cfxGetVersion(&version), cfxSuccess);  // the library is loaded and initialised
+  for (int sig : {SIGILL, SIGABRT, SIGBUS, SIGSEGV, SIGTERM}) {
+    struct sigaction sa {};
+    ASSERT_EQ(sigaction(sig, nullptr, &sa), 0);
+    const void* fn = (sa.sa_flags & SA_SIGINFO) != 0 ? reinterpret_cast<const void*>(sa.sa_sigaction)
+                                                      : reinterpret_cast<const void*>(sa.sa_handler);
+    Dl_info info{};
+    if (fn != reinterpret_cast<const void*>(SIG_DFL) && fn != reinterpret_cast<const void*>(SIG_IGN) &&
+        dladdr(fn, &info) != 0 && info.dli_fname != nullptr) {
+      EXPECT_EQ(std::string(info.dli_fname).find("libinfinipath"), std::string::npos)
+          << "signal " << sig << " is handled by " << info.dli_fname;
+    }
+  }
+}
 
 TEST(Api, PlainSendRecvOutsideAGroup) {
   auto out = runRanks(2, [](int rank, int n, const cfxUniqueId& id) -> int {
@@ -220,6 +242,15 @@ TEST(CppApi, ConfigSplitVectorCallsAndPreMulSum) {
       comm.allReduce(std::span<float>(x), premul.op());
       EXPECT_EQ(x[99], 2.0f * (1 + 2 + 3));
     }
+    // An asynchronous call still queued when its PreMulSum goes out of scope keeps the op until it ran.
+    std::vector<float> y(1 << 16, 1.0f), yOut(1 << 16);
+    conflux::Request late;
+    {
+      conflux::PreMulSum<float> premul(comm, 0.5f);
+      late = comm.allReduceAsync(std::span<const float>(y), std::span<float>(yOut), premul.op());
+    }
+    late.wait();
+    EXPECT_EQ(yOut[777], 0.5f * n);
     // Split: ranks 0 and 2 together (reversed by key), rank 1 alone, then nobody in the second split.
     auto pair = comm.split(rank == 1 ? 1 : 0, -rank);
     EXPECT_TRUE(pair.has_value());

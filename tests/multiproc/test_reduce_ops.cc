@@ -86,7 +86,14 @@ TEST(PreMulSum, ScalarReadAtEachCallWithPerRankValues) {
             break;
           }
         }
-        // Reduce to a root and reduce-scatter too, in place.
+        // Reduce to a root (in place) and reduce-scatter (in place) too.
+        std::vector<double> red(count, 4.0);
+        const int root = round % n;
+        EXPECT_EQ(cfxReduce(red.data(), red.data(), count, cfxFloat64, op, root, comm, nullptr), cfxSuccess);
+        if (rank == root) {
+          EXPECT_EQ(red[0], 4.0 * sumScalars);
+          EXPECT_EQ(red[count - 1], 4.0 * sumScalars);
+        }
         std::vector<double> rs(count * n);
         for (size_t i = 0; i < rs.size(); ++i) rs[i] = 2.0;
         EXPECT_EQ(cfxReduceScatter(rs.data(), rs.data() + rank * count, count, cfxFloat64, op, comm, nullptr), cfxSuccess);

@@ -50,24 +50,20 @@ class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):
         self._spawn_processes()
 
 
-# The subset CI runs (and requires to pass): collectives, point to point, barrier, groups, DDP.
+# The subset CI runs and requires to pass (every test of it runs on CPU tensors at 2 and 3 processes):
+# collectives, point to point, barrier, groups, DDP.
 CI_SUBSET = [
-    "test_all_reduce_sum", "test_all_reduce_max", "test_all_reduce_min", "test_all_reduce_product",
-    "test_all_reduce_sum_async", "test_all_reduce_sum_complex", "test_all_reduce_complex_unsupported_ops",
-    "test_all_reduce_group_sum", "test_all_reduce_full_group_max",
-    "test_all_gather", "test_all_gather_complex", "test_all_gather_group", "test_all_gather_coalesced_simple",
-    "test_all_gather_coalesced_with_empty",
-    "test_reduce_sum", "test_reduce_max", "test_reduce_product", "test_reduce_group_min", "test_reduce_sum_twice",
-    "test_broadcast", "test_broadcast_group", "test_broadcast_full_group",
-    "test_gather", "test_gather_checks", "test_gather_group", "test_scatter", "test_scatter_checks",
-    "test_scatter_complex", "test_scatter_group",
-    "test_barrier", "test_barrier_group", "test_send_recv", "test_send_recv_with_tag", "test_isend", "test_irecv",
-    "test_get_backend", "test_get_rank_size_group", "test_destroy_group", "test_destroy_full_group",
+    "test_all_reduce_sum", "test_all_reduce_product", "test_all_reduce_max", "test_all_reduce_sum_async",
+    "test_all_reduce_sum_complex", "test_all_reduce_complex_unsupported_ops", "test_all_reduce_full_group_min",
+    "test_all_gather", "test_all_gather_complex", "test_all_gather_coalesced_simple",
+    "test_all_gather_coalesced_with_empty", "test_all_gather_object_subgroup",
+    "test_reduce_sum", "test_reduce_max", "test_reduce_sum_twice", "test_reduce_full_group_product",
+    "test_broadcast", "test_broadcast_full_group", "test_gather", "test_gather_checks", "test_scatter",
+    "test_scatter_checks", "test_scatter_complex", "test_barrier", "test_barrier_full_group",
+    "test_send_recv", "test_send_recv_with_tag", "test_isend", "test_irecv",
+    "test_get_backend", "test_get_rank_size_group", "test_destroy_group",
     "test_DistributedDataParallelCPU", "test_DistributedDataParallelCPU_grad_is_view",
-    "test_DistributedDataParallel_requires_grad", "test_ddp_create_graph", "test_ddp_comm_hook_logging",
-    "test_ddp_unused_params_rebuild_buckets_exception", "test_output_unused_in_loss_tuple_module",
-    "test_undefined_grad_parity_unused_parameters", "test_verify_model_across_rank_with_logger",
-    "test_static_graph_api_cpu", "test_post_localSGD_optimizer_parity",
+    "test_DistributedDataParallel_requires_grad", "test_ddp_create_graph", "test_static_graph_api_cpu",
 ]
 
 
@@ -151,6 +147,12 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"torch": torch.__version__, "world_size": int(os.environ["WORLD_SIZE"]), "counts": counts,
                        "tests": outcomes}, f, indent=1, sort_keys=True)
+    if args.subset == "ci":
+        # The subset is chosen to run here: a test of it that skipped did not pass.
+        not_passed = {n: o for n, o in outcomes.items() if o["outcome"] != "passed"}
+        if not_passed:
+            print(f"-- the CI subset requires every test to pass; these did not: {sorted(not_passed)}")
+            return 1
     return 0 if not counts.get("failed") and not counts.get("error") else 1
 
 

@@ -125,23 +125,49 @@ def reductions(rank, world):
                     check(out, want, "reduce_scatter " + what)
 
 
+def factor_of(rank, dtype):
+    """Each rank its own PREMUL_SUM factor, so scaling the result once (or by one rank's factor) fails."""
+    return 0.5 * (rank + 1) if dtype.is_floating_point else float(rank + 2)
+
+
 def premul(rank, world):
     import torch.distributed as dist
+    from torch.distributed.distributed_c10d import _coalescing_manager
 
     for dtype in FLOATS + [torch.int32, torch.int64]:
         for n in (1, 1023, 65539):
             x = value(rank, n, dtype)
-            inputs = [value(r, n, dtype) for r in range(world)]
-            factor = 0.5 if dtype.is_floating_point else 2.0
-            want = (reference(inputs, "sum", torch.float64) * factor).to(dtype)
-            for make in (lambda: dist._make_nccl_premul_sum(factor),
-                         lambda: dist._make_nccl_premul_sum(torch.tensor([factor], dtype=torch.float64))):
+            want = sum(value(r, n, dtype).to(torch.float64) * factor_of(r, dtype) for r in range(world)).to(dtype)
+            f = factor_of(rank, dtype)
+            for make in (lambda: dist._make_nccl_premul_sum(f),
+                         lambda: dist._make_nccl_premul_sum(torch.tensor([f], dtype=torch.float64))):
+                what = f"premul_sum {dtype} n={n}"
                 t = x.clone()
                 dist.all_reduce(t, op=make())
-                check(t, want, f"all_reduce premul_sum {dtype} n={n}")
+                check(t, want, "all_reduce " + what)
+                t = x.clone()
+                work = dist.all_reduce(t, op=make(), async_op=True)
+                work.wait()
+                check(t, want, "all_reduce async " + what)
+                t = x.clone()
+                dist.reduce(t, dst=world - 1, op=make())
+                if rank == world - 1:
+                    check(t, want, "reduce " + what)
                 out = torch.empty(n, dtype=dtype)
                 dist.reduce_scatter_tensor(out, torch.cat([x] * world), op=make())
-                check(out, want, f"reduce_scatter_tensor premul_sum {dtype} n={n}")
+                check(out, want, "reduce_scatter_tensor " + what)
+            if n == 1023:  # uneven reduce_scatter: block q has q + 1 elements
+                ins = [x[:q + 1].clone() for q in range(world)]
+                out = torch.empty(rank + 1, dtype=dtype)
+                dist.reduce_scatter(out, ins, op=dist._make_nccl_premul_sum(f))
+                check(out, want[:rank + 1], f"reduce_scatter uneven premul_sum {dtype}")
+                ts = [x.clone(), x[:7].clone()]
+                with _coalescing_manager(device=torch.device("cpu"), async_ops=True) as cm:
+                    for t in ts:
+                        dist.all_reduce(t, op=dist._make_nccl_premul_sum(f))
+                cm.wait()
+                check(ts[0], want, f"coalesced premul_sum {dtype}")
+                check(ts[1], want[:7], f"coalesced premul_sum {dtype} (short)")
     # complex: viewed as pairs of reals for sum and avg
     for n in (5, 4099):
         z = torch.complex(value(rank, n, torch.float32), value(rank + 1, n, torch.float32))
@@ -288,6 +314,44 @@ def point_to_point(rank, world):
     assert dist.get_backend() == "conflux"
 
 
+def callbacks(rank, world):
+    """A future's callback may make calls on the same group and wait for them (PowerSGD's hooks do)."""
+    import torch.distributed as dist
+
+    t, u = torch.ones(1000), torch.ones(1000)
+
+    def then(fut):
+        dist.all_reduce(u, async_op=True).get_future().wait()  # an async call, waited inside the callback
+        dist.all_reduce(u)  # and a synchronous one
+        return fut.value()
+
+    fut = dist.all_reduce(t, async_op=True).get_future().then(then)
+    fut.wait()
+    check(t, torch.full((1000,), float(world)), "the call whose future had the callback")
+    check(u, torch.full((1000,), float(world * world)), "the calls made in the callback")
+
+
+def late_receives(rank, world):
+    """isend/irecv exchanges between two ranks, repeated, with the irecv posted a while after the isend."""
+    import time
+
+    import torch.distributed as dist
+
+    peer = rank ^ 1
+    if peer >= world:
+        return
+    for delay in (0.0, 0.0, 0.05, 0.0):
+        x = torch.full((1 << 24,), float(rank))  # 64 MiB: far more than any channel buffers
+        y = torch.empty(1 << 24)
+        s = dist.isend(x, peer)
+        if delay:
+            time.sleep(delay)
+        r = dist.irecv(y, peer)
+        s.wait()
+        r.wait()
+        check(y[:4], torch.full((4,), float(peer)), f"exchange with the receive {delay} s late")
+
+
 def errors(rank, world):
     import torch.distributed as dist
 
@@ -335,6 +399,15 @@ class Collectives(unittest.TestCase):
 
     def test_bad_arguments_raise_clear_errors(self):
         run_ranks(2, errors)
+
+    def test_future_callbacks_may_call_the_group(self):
+        run_ranks(2, callbacks, timeout=120, timeout_s=30)
+
+    def test_isend_irecv_exchanges(self):
+        run_ranks(2, late_receives, timeout=180, timeout_s=60)
+
+    def test_premul_sum_on_one_rank(self):
+        run_ranks(1, premul)
 
 
 if __name__ == "__main__":

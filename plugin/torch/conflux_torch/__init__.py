@@ -5,8 +5,15 @@
 ``torch.distributed.init_process_group("conflux")`` works without the import. See docs/pytorch.md.
 """
 
+import os
+
 import torch
 import torch.distributed as dist
+
+# libconflux loads libfabric, whose PSM provider (libinfinipath) otherwise installs handlers for SIGTERM,
+# SIGSEGV, SIGABRT, SIGBUS and SIGILL when it loads: they write "*.btr" files and exit from inside the
+# handler, which crashes Python when a launcher ends a rank with SIGTERM. This keeps them out.
+os.environ.setdefault("IPATH_NO_BACKTRACE", "1")
 
 __all__ = ["BACKEND_NAME", "register", "library_version"]
 

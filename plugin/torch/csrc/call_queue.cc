@@ -1,65 +1,82 @@
 #include "call_queue.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace conflux_torch {
 
 CallQueue::CallQueue(Batch batch) : batch_(std::move(batch)) { worker_ = std::thread([this] { loop(); }); }
 
-CallQueue::~CallQueue() {
+CallQueue::~CallQueue() { stop(); }
+
+void CallQueue::stop() {
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [&] { return pending_ == 0 && !inlineActive_; });
+    if (!worker_.joinable()) return;
+    flushedUpTo_ = queued_;
+    workCv_.notify_all();
+    ++idleWaiters_;
+    idleCv_.wait(lock, [&] { return pending_ == 0 && !inlineActive_; });
+    --idleWaiters_;
     stopping_ = true;
   }
-  cv_.notify_all();
+  workCv_.notify_all();
   worker_.join();
 }
 
 void CallQueue::runInline(const std::function<void()>& fn) {
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    flush_ = true;  // calls before this one must not wait for company
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return pending_ == 0 && !inlineActive_; });
+    if (pending_ > 0 || inlineActive_) {
+      if (flushedUpTo_ < queued_) {  // the calls before this one must not wait for company
+        flushedUpTo_ = queued_;
+        workCv_.notify_all();
+      }
+      ++idleWaiters_;
+      idleCv_.wait(lock, [&] { return pending_ == 0 && !inlineActive_; });
+      --idleWaiters_;
+    }
     inlineActive_ = true;
   }
   struct Release {
     CallQueue* q;
     ~Release() {
-      {
-        std::lock_guard<std::mutex> lock(q->mutex_);
-        q->inlineActive_ = false;
-      }
-      q->cv_.notify_all();
+      std::lock_guard<std::mutex> lock(q->mutex_);
+      q->inlineActive_ = false;
+      if (!q->queue_.empty()) q->workCv_.notify_all();  // queued meanwhile: the worker may start
+      if (q->idleWaiters_ > 0) q->idleCv_.notify_all();
     }
   } release{this};
   fn();
 }
 
-void CallQueue::enqueue(Call call) {
+uint64_t CallQueue::enqueue(Call call) {
+  uint64_t seq;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (queue_.empty()) heldSince_ = std::chrono::steady_clock::now();
+    seq = call.seq = ++queued_;
+    call.queuedAt = std::chrono::steady_clock::now();
     queue_.push_back(std::move(call));
     ++pending_;
   }
-  cv_.notify_all();
+  workCv_.notify_all();
+  return seq;
 }
 
-void CallQueue::drain() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  flush_ = true;
-  cv_.notify_all();
-  cv_.wait(lock, [&] { return pending_ == 0; });
-}
-
-void CallQueue::flush() {
+void CallQueue::flush(uint64_t seq) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    flush_ = true;
+    if (seq <= flushedUpTo_) return;
+    flushedUpTo_ = seq;
   }
-  cv_.notify_all();
+  workCv_.notify_all();
+}
+
+bool CallQueue::held(std::chrono::steady_clock::time_point now) const {
+  const Call& head = queue_.front();
+  if (!head.p2p || stopping_ || head.seq <= flushedUpTo_) return false;
+  if (!queue_.back().p2p) return false;  // a call of another kind follows: nothing more will join
+  return now < head.queuedAt + kHoldP2p;
 }
 
 void CallQueue::loop() {
@@ -70,15 +87,12 @@ void CallQueue::loop() {
       for (;;) {
         if (stopping_ && queue_.empty()) return;
         if (!queue_.empty() && !inlineActive_) {
-          // A send or receive first waits a moment for the rest of its exchange (see the header).
-          const bool held = queue_.front().p2p && !flush_ && !stopping_ && queue_.back().p2p;
-          if (!held) break;
-          const auto until = heldSince_ + kHoldP2p;
-          if (std::chrono::steady_clock::now() >= until) break;
-          cv_.wait_until(lock, until);
+          const auto now = std::chrono::steady_clock::now();
+          if (!held(now)) break;
+          workCv_.wait_until(lock, queue_.front().queuedAt + kHoldP2p);
           continue;
         }
-        cv_.wait(lock);
+        workCv_.wait(lock);
       }
       // One call, or every send and receive queued back to back.
       calls.push_back(std::move(queue_.front()));
@@ -87,8 +101,6 @@ void CallQueue::loop() {
         calls.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
-      if (queue_.empty()) flush_ = false;
-      heldSince_ = std::chrono::steady_clock::now();  // the next head's hold starts now
     }
     if (!calls.front().p2p) {
       calls.front().run();
@@ -101,8 +113,8 @@ void CallQueue::loop() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       pending_ -= calls.size();
+      if (pending_ == 0 && idleWaiters_ > 0) idleCv_.notify_all();
     }
-    cv_.notify_all();
   }
 }
 

@@ -2,6 +2,7 @@
 // the one path every call takes (issue/runStep). The collectives themselves are in conflux_collectives.cc.
 #include "conflux_backend.h"
 
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <unistd.h>
 
@@ -19,10 +20,20 @@
 namespace conflux_torch {
 namespace {
 
-// Store keys, under the group's own prefix (torch hands each group a PrefixStore).
-constexpr const char* kIdKey = "conflux/unique_id";
-constexpr const char* kArrivedKey = "conflux/arrived";
-constexpr const char* kAllArrivedKey = "conflux/all_arrived";
+// Store keys, under the group's own prefix (torch hands each group a PrefixStore) and a generation:
+// every rank counts itself in when it joins, so the n ranks of one init share a generation, and a group
+// made again on a store that keeps its keys (torchrun's agent store) meets under fresh ones.
+struct Keys {
+  std::string id, arrived, allArrived, hostPrefix;
+  Keys(c10d::Store& store, int size) {
+    const int64_t ticket = store.add("conflux/joined", 1);
+    const std::string gen = "conflux/" + std::to_string((ticket - 1) / size) + "/";
+    id = gen + "unique_id";
+    arrived = gen + "arrived";
+    allArrived = gen + "all_arrived";
+    hostPrefix = gen + "host/";
+  }
+};
 
 /// This process's node, as Conflux names it for tests and simulated nodes (CONFLUX_HOSTID), else the
 /// host name: only used to tell whether the group's ranks share one machine.
@@ -37,14 +48,14 @@ std::string hostIdentity() {
 /// address the other nodes reach. Every rank counts itself under its host's key; rank 0 compares its
 /// host's count with the group size once all have arrived. Skipped (false) when CONFLUX_SOCKET_IFNAME
 /// chooses the interface anyway, or for one rank.
-bool groupSpansNodes(c10d::Store& store, int rank, int size) {
+bool groupSpansNodes(c10d::Store& store, const Keys& keys, int rank, int size) {
   const char* ifname = std::getenv("CONFLUX_SOCKET_IFNAME");
   if (size == 1 || (ifname != nullptr && *ifname != '\0')) return false;
-  const std::string hostKey = "conflux/host/" + hostIdentity();
+  const std::string hostKey = keys.hostPrefix + hostIdentity();
   store.add(hostKey, 1);
-  if (store.add(kArrivedKey, 1) == size) store.set(kAllArrivedKey, std::vector<uint8_t>{1});
+  if (store.add(keys.arrived, 1) == size) store.set(keys.allArrived, std::vector<uint8_t>{1});
   if (rank != 0) return false;
-  store.wait({kAllArrivedKey});
+  store.wait({keys.allArrived});
   return store.add(hostKey, 0) != size;
 }
 
@@ -65,11 +76,6 @@ cfxConfig_t configFor(std::chrono::milliseconds timeout, const std::string& name
 
 }  // namespace
 
-void CommHandle::abort() {
-  std::lock_guard<std::mutex> lock(mutex);
-  if (comm != nullptr) cfxCommAbort(comm);
-}
-
 ProcessGroupConflux::ProcessGroupConflux(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                          std::chrono::milliseconds timeout, std::string groupName,
                                          std::vector<uint64_t> globalRanks)
@@ -79,14 +85,15 @@ ProcessGroupConflux::ProcessGroupConflux(const c10::intrusive_ptr<c10d::Store>& 
   // Rank 0 makes the unique id (a fresh random secret, and the rendezvous address) and publishes it
   // through torch's store; the others read it from there. No port or variable of our own is needed.
   cfxUniqueId id{};
-  const bool spans = groupSpansNodes(*store, rank, size);
+  const Keys keys(*store, size);
+  const bool spans = groupSpansNodes(*store, keys, rank, size);
   if (rank == 0) {
     TORCH_CHECK(cfxGetUniqueIdForNodes(&id, spans ? 1 : 0) == cfxSuccess, "conflux: ", cfxGetLastError(nullptr));
-    store->set(kIdKey, std::vector<uint8_t>(id.internal, id.internal + CFX_UNIQUE_ID_BYTES));
+    store->set(keys.id, std::vector<uint8_t>(id.internal, id.internal + CFX_UNIQUE_ID_BYTES));
   } else {
-    const std::vector<uint8_t> bytes = store->get(kIdKey);
+    const std::vector<uint8_t> bytes = store->get(keys.id);
     TORCH_CHECK(bytes.size() == CFX_UNIQUE_ID_BYTES, "conflux: the store holds a unique id of ", bytes.size(),
-                " bytes under ", kIdKey);
+                " bytes under ", keys.id);
     std::memcpy(id.internal, bytes.data(), bytes.size());
   }
   const cfxConfig_t cfg = configFor(timeout_, groupName_);
@@ -119,9 +126,9 @@ ProcessGroupConflux::ProcessGroupConflux(cfxComm_t comm, int rank, int size, std
 ProcessGroupConflux::~ProcessGroupConflux() { shutdown(); }
 
 void ProcessGroupConflux::shutdown() {
-  // Queued calls finish first (a failed peer makes them fail within the timeout), then the
-  // communicator goes, with its shared memory and endpoints.
-  queue_.reset();
+  // Queued calls finish first (a failed peer makes them fail within the timeout) and the worker stops,
+  // then the communicator goes, with its shared memory and endpoints.
+  if (queue_) queue_->stop();
   std::lock_guard<std::mutex> lock(handle_->mutex);
   if (handle_->comm != nullptr) {
     cfxCommDestroy(handle_->comm);
@@ -155,8 +162,9 @@ std::chrono::milliseconds ProcessGroupConflux::timeoutOf(std::chrono::millisecon
   return requested == c10d::kUnsetTimeout ? timeout_ : requested;
 }
 
-std::string ProcessGroupConflux::failure(const char* title, cfxResult_t r) const {
-  std::string msg = std::string("conflux: ") + title + " failed (" + cfxGetErrorString(r) + "): " + cfxGetLastError(comm());
+std::string ProcessGroupConflux::failure(const char* title, cfxResult_t r, const std::string& message) const {
+  std::string msg = std::string("conflux: ") + title + " failed (" + cfxGetErrorString(r) +
+                    "): " + (message.empty() ? std::string(cfxGetLastError(nullptr)) : message);
   if (!globalRanks_.empty()) {
     msg += " [ranks are those of process group '" + groupName_ + "', whose global ranks are";
     for (size_t i = 0; i < globalRanks_.size() && i < 64; ++i) msg += (i ? ", " : " ") + std::to_string(globalRanks_[i]);
@@ -216,11 +224,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupConflux::endCoalescing() {
   }
   // One Conflux group: its collectives in call order, then its sends and receives together.
   Step step;
-  step.issue = [batch](cfxStream_t stream) -> cfxResult_t {
+  step.message = std::make_shared<std::string>();
+  step.issue = [batch, message = step.message](cfxStream_t stream) -> cfxResult_t {
     cfxResult_t first = cfxGroupStart();
     for (Deferred& d : *batch) {
       const cfxResult_t r = d.step.issue(stream);
-      if (first == cfxSuccess) first = r;
+      if (first == cfxSuccess && r != cfxSuccess) {
+        first = r;
+        *message = cfxGetLastError(nullptr);  // before later calls overwrite it
+      }
     }
     const cfxResult_t e = cfxGroupEnd();
     return first != cfxSuccess ? first : e;
@@ -233,8 +245,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupConflux::endCoalescing() {
   step.done = [batch](std::exception_ptr error) {
     for (Deferred& d : *batch) d.work->complete(error);
   };
-  return issue(c10d::OpType::COALESCED, "coalesced calls", touched, std::move(outputs), /*asyncOp=*/true, timeout_,
-               std::move(step));
+  try {
+    return issue(c10d::OpType::COALESCED, "coalesced calls", touched, std::move(outputs), /*asyncOp=*/true, timeout_,
+                 std::move(step));
+  } catch (const std::exception& e) {
+    // The batch never ran: its calls' works fail with the reason rather than never completing.
+    const auto error = ConfluxWork::backendError(std::string("conflux: coalesced calls: ") + e.what());
+    for (Deferred& d : *batch) d.work->complete(error);
+    throw;
+  }
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupConflux::issue(c10d::OpType type, const char* title,
@@ -273,34 +292,39 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupConflux::issue(c10d::OpType type, con
     return work;
   }
   if (cuda || !asyncOp) {
-    queue_->runInline([&] { runStep(*work, step, cuda, device); });
+    queue_->runInline([&] { runStep(work, step, cuda, device, /*deferred=*/false); });
     return work;
   }
+  CallQueue::Call call;
   if (!p2p) {
-    queue_->enqueue({[this, work, step = std::move(step)] { runStep(*work, step, false, -1); }, false, nullptr});
+    call.run = [this, work, step = std::move(step)] { runStep(work, step, false, -1, /*deferred=*/true); };
+    queue_->enqueue(std::move(call));
     return work;
   }
   // A send or receive on the worker: its operation joins the batch of sends and receives queued with it.
-  work->setOnWait([q = std::weak_ptr<CallQueue>(queue_)] {
-    if (auto queue = q.lock()) queue->flush();
-  });
-  auto queued = std::make_shared<std::string>();
-  CallQueue::Call call;
+  auto ownError = std::make_shared<std::string>();
   call.p2p = true;
-  call.run = [this, step, queued, title] {
+  call.run = [this, step, ownError, title] {
     const cfxResult_t r = step.issue(nullptr);
-    if (r != cfxSuccess) *queued = failure(title, r);
+    if (r != cfxSuccess) *ownError = failure(title, r);
   };
-  call.finish = [work, step, queued](const std::string& batchError) {
-    const std::string& error = queued->empty() ? batchError : *queued;
-    work->complete(error.empty() ? nullptr : ConfluxWork::backendError(error));
-    if (step.done) step.done(error.empty() ? nullptr : ConfluxWork::backendError(error));
+  call.finish = [work, step, ownError](const std::string& batchError) {
+    const std::string error = ownError->empty() ? batchError : *ownError;
+    at::launch([work, step, error] {  // off the worker: see runStep
+      const std::exception_ptr e = error.empty() ? nullptr : ConfluxWork::backendError(error);
+      work->complete(e);
+      if (step.done) step.done(e);
+    });
   };
-  queue_->enqueue(std::move(call));
+  const uint64_t queued = queue_->enqueue(std::move(call));
+  work->setOnWait([q = std::weak_ptr<CallQueue>(queue_), queued] {
+    if (auto queue = q.lock()) queue->flush(queued);
+  });
   return work;
 }
 
-void ProcessGroupConflux::runStep(ConfluxWork& work, const Step& step, bool cuda, int device) {
+void ProcessGroupConflux::runStep(const c10::intrusive_ptr<ConfluxWork>& work, const Step& step, bool cuda,
+                                  int device, bool deferred) {
   std::exception_ptr error;
   try {
     cfxStream_t stream = nullptr;
@@ -315,17 +339,30 @@ void ProcessGroupConflux::runStep(ConfluxWork& work, const Step& step, bool cuda
 #endif
     const cfxResult_t r = step.issue(stream);
     if (r != cfxSuccess) {
-      error = ConfluxWork::backendError(failure(work.title().c_str(), r));
+      error = ConfluxWork::backendError(failure(work->title().c_str(), r, step.message ? *step.message : ""));
     } else if (step.after) {
       step.after();
     }
-    // Still under the guard: a CUDA work's future records its events on this stream.
-    work.complete(error);
+    if (!deferred) {
+      // Still under the guard: a CUDA work's future records its events on this stream.
+      work->complete(error);
+      if (step.done) step.done(error);
+      return;
+    }
   } catch (const std::exception& e) {
-    error = ConfluxWork::backendError(std::string("conflux: ") + work.title() + ": " + e.what());
-    if (!work.isCompleted()) work.complete(error);
+    error = ConfluxWork::backendError(std::string("conflux: ") + work->title() + ": " + e.what());
+    if (!deferred) {
+      if (!work->isCompleted()) work->complete(error);
+      if (step.done) step.done(error);
+      return;
+    }
   }
-  if (step.done) step.done(error);
+  // On the worker: the future's callbacks (DDP comm hooks, then() chains) run on torch's inter-op pool,
+  // where they may make further calls on this group and wait for them without blocking the worker.
+  at::launch([work, done = step.done, error] {
+    work->complete(error);
+    if (done) done(error);
+  });
 }
 
 }  // namespace conflux_torch

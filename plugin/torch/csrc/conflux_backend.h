@@ -17,18 +17,11 @@
 #include <vector>
 
 #include "call_queue.h"
+#include "comm_handle.h"
 #include "conflux/conflux.h"
 #include "conflux_work.h"
 
 namespace conflux_torch {
-
-/// The communicator behind a process group, shared with its works so that a wait(timeout) can abort it
-/// even while (or after) the group is being destroyed.
-struct CommHandle {
-  std::mutex mutex;
-  cfxComm_t comm = nullptr;
-  void abort();
-};
 
 class ProcessGroupConflux : public c10d::Backend {
  public:
@@ -108,6 +101,9 @@ class ProcessGroupConflux : public c10d::Backend {
     std::function<cfxResult_t(cfxStream_t)> issue;
     std::function<void()> after;
     std::function<void(std::exception_ptr)> done;  ///< optional: told the outcome after the work completed
+    /// optional: the message of the first failure, kept by `issue` when later calls overwrite the
+    /// thread's last error (a coalesced batch)
+    std::shared_ptr<std::string> message;
   };
 
  private:
@@ -117,11 +113,14 @@ class ProcessGroupConflux : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> issue(c10d::OpType type, const char* title, const std::vector<at::Tensor>& touched,
                                        std::vector<at::Tensor> outputs, bool asyncOp, std::chrono::milliseconds timeout,
                                        Step step, bool p2p = false);
-  /// Runs `step` now (on this thread or the worker) and completes `work`.
-  void runStep(ConfluxWork& work, const Step& step, bool cuda, int device);
+  /// Runs `step` now (on this thread or the worker) and completes `work`: right here, or (`deferred`, on
+  /// the worker) on torch's inter-op thread pool, so that the callbacks chained on the work's future may
+  /// issue calls on this group and wait for them.
+  void runStep(const c10::intrusive_ptr<ConfluxWork>& work, const Step& step, bool cuda, int device, bool deferred);
   std::chrono::milliseconds timeoutOf(std::chrono::milliseconds requested) const;
-  /// The message of a failed Conflux call, with the group's ranks put in global terms.
-  std::string failure(const char* title, cfxResult_t r) const;
+  /// The message of a failed Conflux call (`message`, else the thread's last error), with the group's
+  /// ranks put in global terms.
+  std::string failure(const char* title, cfxResult_t r, const std::string& message = "") const;
   cfxComm_t comm() const { return handle_->comm; }
   void checkPeer(int peer, const char* what) const;
 

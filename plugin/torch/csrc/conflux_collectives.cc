@@ -73,12 +73,10 @@ Work ProcessGroupConflux::allreduce(std::vector<at::Tensor>& tensors, const c10d
   const at::Tensor& t = single(tensors, "allreduce");
   TORCH_CHECK(!opts.sparseIndices.has_value(), "conflux: sparse all-reduce is not supported");
   const Buffer b = reducedBuffer(t, opts.reduceOp, "allreduce tensor");
-  const ConfluxOp op = toConfluxOp(opts.reduceOp, t, comm());
+  const ConfluxOp op = toConfluxOp(opts.reduceOp, t, handle_);
   cfxComm_t c = comm();
   Step step{[b, op, c](cfxStream_t s) {
-    const cfxResult_t r = cfxAllReduce(b.data, b.data, b.count, b.type, op.op, c, s);
-    if (op.owned) cfxRedOpDestroy(op.op, c);
-    return r;
+    return cfxAllReduce(b.data, b.data, b.count, b.type, op.op, c, s);
   }};
   return issue(c10d::OpType::ALLREDUCE, "allreduce", tensors, tensors, opts.asyncOp, opts.timeout, std::move(step));
 }
@@ -90,7 +88,7 @@ Work ProcessGroupConflux::allreduce_coalesced(std::vector<at::Tensor>& tensors,
   std::vector<ConfluxOp> ops;
   for (const at::Tensor& t : tensors) {
     bufs.push_back(reducedBuffer(t, opts.reduceOp, "allreduce_coalesced tensor"));
-    ops.push_back(toConfluxOp(opts.reduceOp, t, comm()));
+    ops.push_back(toConfluxOp(opts.reduceOp, t, handle_));
   }
   cfxComm_t c = comm();
   Step step{[bufs, ops, c](cfxStream_t s) {
@@ -98,7 +96,6 @@ Work ProcessGroupConflux::allreduce_coalesced(std::vector<at::Tensor>& tensors,
       FirstError first;
       for (size_t i = 0; i < bufs.size(); ++i) {
         first(cfxAllReduce(bufs[i].data, bufs[i].data, bufs[i].count, bufs[i].type, ops[i].op, c, s));
-        if (ops[i].owned) cfxRedOpDestroy(ops[i].op, c);
       }
       return first.r;
     });
@@ -111,13 +108,11 @@ Work ProcessGroupConflux::reduce(std::vector<at::Tensor>& tensors, const c10d::R
   const at::Tensor& t = single(tensors, "reduce");
   checkPeer(static_cast<int>(opts.rootRank), "reduce: root");
   const Buffer b = reducedBuffer(t, opts.reduceOp, "reduce tensor");
-  const ConfluxOp op = toConfluxOp(opts.reduceOp, t, comm());
+  const ConfluxOp op = toConfluxOp(opts.reduceOp, t, handle_);
   const int root = static_cast<int>(opts.rootRank);
   cfxComm_t c = comm();
   Step step{[b, op, root, c](cfxStream_t s) {
-    const cfxResult_t r = cfxReduce(b.data, b.data, b.count, b.type, op.op, root, c, s);
-    if (op.owned) cfxRedOpDestroy(op.op, c);
-    return r;
+    return cfxReduce(b.data, b.data, b.count, b.type, op.op, root, c, s);
   }};
   return issue(c10d::OpType::REDUCE, "reduce", tensors, tensors, opts.asyncOp, opts.timeout, std::move(step));
 }
@@ -367,7 +362,7 @@ Work ProcessGroupConflux::reduce_scatter(std::vector<at::Tensor>& outputs, std::
   }
   TORCH_CHECK(src[rank_].count == dst.count, "conflux: reduce_scatter: input ", rank_, " (this rank's block) has ",
               ins[rank_].numel(), " elements, the output ", out.numel());
-  const ConfluxOp op = toConfluxOp(opts.reduceOp, out, comm());
+  const ConfluxOp op = toConfluxOp(opts.reduceOp, out, handle_);
   cfxComm_t c = comm();
   std::vector<at::Tensor> touched = flatCopy(ins, out);
   if (even) {  // the inputs packed into one buffer (on the caller's thread and stream), then one call
@@ -375,9 +370,7 @@ Work ProcessGroupConflux::reduce_scatter(std::vector<at::Tensor>& outputs, std::
     touched.push_back(*packed);
     const Buffer p = movedBuffer(*packed, "reduce_scatter temporary");
     Step step{[p, dst, op, c](cfxStream_t s) {
-      const cfxResult_t r = cfxReduceScatter(p.data, dst.data, dst.count, dst.type, op.op, c, s);
-      if (op.owned) cfxRedOpDestroy(op.op, c);
-      return r;
+      return cfxReduceScatter(p.data, dst.data, dst.count, dst.type, op.op, c, s);
     }};
     step.done = [packed](std::exception_ptr) {};  // keeps the packed inputs alive until the call is over
     return issue(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", touched, outputs, opts.asyncOp, opts.timeout,
@@ -386,15 +379,13 @@ Work ProcessGroupConflux::reduce_scatter(std::vector<at::Tensor>& outputs, std::
   // Uneven blocks: one reduce to each rank, in rank order.
   const int me = rank_;
   Step step{[src, dst, op, me, c](cfxStream_t s) {
-    const cfxResult_t r = grouped([&] {
+    return grouped([&] {
       FirstError first;
       for (int q = 0; q < static_cast<int>(src.size()); ++q) {
         first(cfxReduce(src[q].data, q == me ? dst.data : nullptr, src[q].count, src[q].type, op.op, q, c, s));
       }
       return first.r;
     });
-    if (op.owned) cfxRedOpDestroy(op.op, c);
-    return r;
   }};
   return issue(c10d::OpType::REDUCE_SCATTER, "reduce_scatter (uneven)", touched, outputs, opts.asyncOp, opts.timeout,
                std::move(step));
@@ -407,12 +398,10 @@ Work ProcessGroupConflux::reduce_scatter_single(at::Tensor& output, at::Tensor& 
   const Buffer dst = reducedBuffer(output, opts.reduceOp, "reduce_scatter_tensor output");
   TORCH_CHECK(src.count == dst.count * static_cast<size_t>(size_), "conflux: reduce_scatter_tensor: the input has ",
               input.numel(), " elements, which is not ", size_, " x the output's ", output.numel());
-  const ConfluxOp op = toConfluxOp(opts.reduceOp, output, comm());
+  const ConfluxOp op = toConfluxOp(opts.reduceOp, output, handle_);
   cfxComm_t c = comm();
   Step step{[src, dst, op, c](cfxStream_t s) {
-    const cfxResult_t r = cfxReduceScatter(src.data, dst.data, dst.count, dst.type, op.op, c, s);
-    if (op.owned) cfxRedOpDestroy(op.op, c);
-    return r;
+    return cfxReduceScatter(src.data, dst.data, dst.count, dst.type, op.op, c, s);
   }};
   return issue(c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {output, input}, {output}, opts.asyncOp,
                opts.timeout, std::move(step));
@@ -433,7 +422,7 @@ Work ProcessGroupConflux::reduce_scatter_single_coalesced(std::vector<at::Tensor
           reducedBuffer(outputs[i], opts.reduceOp, "reduce_scatter_tensor_coalesced output"), {}};
     TORCH_CHECK(o.src.count == o.dst.count * static_cast<size_t>(size_), "conflux: reduce_scatter_tensor_coalesced: input ",
                 i, " is not ", size_, " x output ", i);
-    o.op = toConfluxOp(opts.reduceOp, outputs[i], comm());
+    o.op = toConfluxOp(opts.reduceOp, outputs[i], handle_);
     calls.push_back(o);
   }
   cfxComm_t c = comm();
@@ -442,7 +431,6 @@ Work ProcessGroupConflux::reduce_scatter_single_coalesced(std::vector<at::Tensor
       FirstError first;
       for (const One& o : calls) {
         first(cfxReduceScatter(o.src.data, o.dst.data, o.dst.count, o.dst.type, o.op.op, c, s));
-        if (o.op.owned) cfxRedOpDestroy(o.op.op, c);
       }
       return first.r;
     });

@@ -35,8 +35,17 @@ void ConfluxWork::complete(std::exception_ptr error) {
   finish(error);
 }
 
+bool ConfluxWork::done() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return completed_;
+}
+
+void ConfluxWork::flushIfPending() {
+  if (onWait_ && !done()) onWait_();
+}
+
 bool ConfluxWork::isCompleted() {
-  if (onWait_) onWait_();
+  flushIfPending();
   std::lock_guard<std::mutex> lock(mutex_);
   return completed_;
 }
@@ -52,7 +61,7 @@ std::exception_ptr ConfluxWork::exception() const {
 }
 
 bool ConfluxWork::wait(std::chrono::milliseconds timeout) {
-  if (onWait_) onWait_();
+  flushIfPending();
   {
     std::unique_lock<std::mutex> lock(mutex_);
     if (timeout == kNoTimeout) {
@@ -78,7 +87,7 @@ void ConfluxWork::synchronize() {
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> ConfluxWork::getFuture() {
-  if (onWait_) onWait_();
+  flushIfPending();
   return future_;
 }
 

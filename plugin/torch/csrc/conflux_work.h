@@ -41,11 +41,14 @@ class ConfluxWork : public c10d::Work {
   const std::string& title() const { return title_; }
   std::chrono::milliseconds getTimeout() const override { return timeout_; }
 
-  /// Called before anyone waits for (or polls) this work: a send or receive held for company starts.
+  /// Called when someone waits for (or polls) this work before it completed: a send or receive held for
+  /// company starts.
   void setOnWait(std::function<void()> fn) { onWait_ = std::move(fn); }
 
   /// Completes the work: the future gets the outputs, or `error` (a DistBackendError).
   void complete(std::exception_ptr error = nullptr);
+  /// isCompleted() without starting held calls.
+  bool done() const;
   /// A DistBackendError with `message`, as an exception_ptr.
   static std::exception_ptr backendError(const std::string& message);
 
@@ -57,6 +60,7 @@ class ConfluxWork : public c10d::Work {
   const std::chrono::milliseconds timeout_;
   std::function<void()> onTimeout_;
   std::function<void()> onWait_;
+  void flushIfPending();
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 

@@ -106,17 +106,17 @@ std::string reduceOpName(const c10d::ReduceOp& op) {
   }
 }
 
-ConfluxOp toConfluxOp(const c10d::ReduceOp& op, const at::Tensor& t, cfxComm_t comm) {
+ConfluxOp toConfluxOp(const c10d::ReduceOp& op, const at::Tensor& t, const std::shared_ptr<CommHandle>& handle) {
   const bool isBool = t.scalar_type() == at::kBool;
   switch (op.op_) {
-    case c10d::ReduceOp::SUM: return {isBool ? cfxMax : cfxSum, false};  // logical or
-    case c10d::ReduceOp::PRODUCT: return {isBool ? cfxMin : cfxProd, false};  // logical and
-    case c10d::ReduceOp::MIN: return {cfxMin, false};
-    case c10d::ReduceOp::MAX: return {cfxMax, false};
-    case c10d::ReduceOp::AVG: return {cfxAvg, false};
-    case c10d::ReduceOp::BAND: return {cfxBand, false};
-    case c10d::ReduceOp::BOR: return {cfxBor, false};
-    case c10d::ReduceOp::BXOR: return {cfxBxor, false};
+    case c10d::ReduceOp::SUM: return {isBool ? cfxMax : cfxSum, {}, {}};  // logical or
+    case c10d::ReduceOp::PRODUCT: return {isBool ? cfxMin : cfxProd, {}, {}};  // logical and
+    case c10d::ReduceOp::MIN: return {cfxMin, {}, {}};
+    case c10d::ReduceOp::MAX: return {cfxMax, {}, {}};
+    case c10d::ReduceOp::AVG: return {cfxAvg, {}, {}};
+    case c10d::ReduceOp::BAND: return {cfxBand, {}, {}};
+    case c10d::ReduceOp::BOR: return {cfxBor, {}, {}};
+    case c10d::ReduceOp::BXOR: return {cfxBxor, {}, {}};
     case c10d::ReduceOp::PREMUL_SUM: {
       auto* s = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
       TORCH_CHECK(s != nullptr, "conflux: PREMUL_SUM without its factor (make it with "
@@ -127,7 +127,7 @@ ConfluxOp toConfluxOp(const c10d::ReduceOp& op, const at::Tensor& t, cfxComm_t c
       // copy that the kernels read in stream order (no host synchronisation); otherwise the value itself.
       const at::ScalarType real = at::toRealValueType(t.scalar_type());
       ConfluxOp out;
-      out.owned = true;
+      cfxComm_t comm = handle->comm;
       cfxResult_t r;
       if (s->tensor_factor.defined()) {
         TORCH_CHECK(!s->tensor_factor.is_complex(), "conflux: PREMUL_SUM needs a real factor");
@@ -143,6 +143,7 @@ ConfluxOp toConfluxOp(const c10d::ReduceOp& op, const at::Tensor& t, cfxComm_t c
         r = cfxRedOpCreatePreMulSum(&out.op, f.data_ptr(), type, cfxScalarHostImmediate, comm);
       }
       TORCH_CHECK(r == cfxSuccess, "conflux: ", cfxGetLastError(comm));
+      out.handle = std::shared_ptr<void>(nullptr, [handle, op = out.op](void*) { handle->releaseOp(op); });
       return out;
     }
     default:

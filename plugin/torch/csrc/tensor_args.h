@@ -6,9 +6,11 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "comm_handle.h"
 #include "conflux/conflux.h"
 
 namespace conflux_torch {
@@ -31,14 +33,14 @@ Buffer movedBuffer(const at::Tensor& t, const char* what);
 Buffer reducedBuffer(const at::Tensor& t, const c10d::ReduceOp& op, const char* what);
 
 /// The Conflux op for `op` on `t`'s dtype (bool: SUM is MAX, PRODUCT is MIN). PREMUL_SUM yields a
-/// handle made on `comm` (released by the caller with cfxRedOpDestroy), from the supplement's double or
-/// one-element tensor factor.
+/// handle made on the group's communicator from the supplement's double or one-element tensor factor;
+/// it is released (cfxRedOpDestroy) when the last copy of the ConfluxOp goes, whatever path the call took.
 struct ConfluxOp {
   cfxRedOp_t op = cfxSum;
-  bool owned = false;   ///< a PreMulSum handle to destroy after the call
-  at::Tensor factor;    ///< a device-resident PreMulSum factor the call reads (kept until it is enqueued)
+  std::shared_ptr<void> handle;  ///< owns a PreMulSum handle (empty for the built-in ops)
+  at::Tensor factor;             ///< a device-resident PreMulSum factor the call reads (kept with the op)
 };
-ConfluxOp toConfluxOp(const c10d::ReduceOp& op, const at::Tensor& t, cfxComm_t comm);
+ConfluxOp toConfluxOp(const c10d::ReduceOp& op, const at::Tensor& t, const std::shared_ptr<CommHandle>& comm);
 
 /// "sum", "premul_sum", ... for messages.
 std::string reduceOpName(const c10d::ReduceOp& op);
