@@ -81,10 +81,19 @@ class RankExecutor {
   // PreMulSum: reads of this rank's own input are scaled.
   bool scaled(const BufRef& ref) const { return premul_ != nullptr && ref.kind == BufKind::Send && !isPeer(ref); }
 
+  /// dst = the reduction of `count` elements of srcs; PreMulSum multiplies the sources whose bit is set in
+  /// `scaledMask` (those read from this rank's own input) by the call's scalar.
+  void combine(void* dst, const void* const* srcs, int nsrc, size_t count, uint64_t scaledMask) const {
+    if (scaledMask != 0) premul_(dst, srcs, nsrc, count, scaledMask, call_.scalar);
+    else reduce_(dst, srcs, nsrc, count);
+  }
+  /// dst = `bytes` of src multiplied by the call's PreMulSum scalar.
+  void scaleCopy(void* dst, const void* src, uint64_t bytes) const {
+    premul_(dst, &src, 1, bytes / eltSize_, 1, call_.scalar);
+  }
   /// SendChannel::Transform scaling whole elements by the call's scalar (ctx: this executor).
   static void scaleInto(void* dst, const void* src, size_t bytes, const void* ctx) {
-    const auto* self = static_cast<const RankExecutor*>(ctx);
-    self->premul_(dst, &src, 1, bytes / self->eltSize_, 1, self->call_.scalar);
+    static_cast<const RankExecutor*>(ctx)->scaleCopy(dst, src, bytes);
   }
 
   std::byte* resolve(const BufRef& ref) const {
@@ -246,8 +255,7 @@ class RankExecutor {
           take -= take % eltSize_;  // whole elements only; the rest follows
           if (take == 0) break;
           const void* srcs[2] = {resolve(plan_.src(op, 0)) + st.done, in.data()};
-          if (scaled(plan_.src(op, 0))) premul_(dst + st.done, srcs, 2, take / eltSize_, 1, call_.scalar);
-          else reduce_(dst + st.done, srcs, 2, take / eltSize_);
+          combine(dst + st.done, srcs, 2, take / eltSize_, scaled(plan_.src(op, 0)) ? 1 : 0);
         } else {
           std::memcpy(dst + st.done, in.data(), take);
         }
@@ -263,33 +271,27 @@ class RankExecutor {
   // ---- messages to and from other nodes ----
 #if CONFLUX_HAVE_OFI
   // Posts every inter-node operation of the round to the transport, in plan order, and lays out the
-  // bounce buffer for RecvReduce operations.
+  // bounce buffers: one for RecvReduce operations, and for PreMulSum one for the messages sent straight
+  // from the own input, which are scaled there first (offsets[i]: the op's place in its buffer).
   Status postNet(const Round& round) {
     auto& reqs = work_.netReqs;
     auto& offsets = work_.bounceOffset;
     reqs.assign(round.numOps, ofi::Request{});
     offsets.assign(round.numOps, 0);
-    uint64_t bounceBytes = 0;
+    uint64_t bounceBytes = 0, scaledBytes = 0;
     for (uint32_t i = 0; i < round.numOps; ++i) {
       const Op& op = plan_.ops[round.firstOp + i];
-      if (op.kind == OpKind::RecvReduce && isRemote(op.peer)) {
-        offsets[i] = bounceBytes;
-        bounceBytes += (op.bytes + kBounceAlign - 1) / kBounceAlign * kBounceAlign;
-      }
-    }
-    // PreMulSum messages straight from the own input are scaled into a bounce buffer of their own.
-    uint64_t scaledBytes = 0;
-    for (uint32_t i = 0; i < round.numOps; ++i) {
-      const Op& op = plan_.ops[round.firstOp + i];
-      if (op.kind == OpKind::Send && isRemote(op.peer) && scaled(plan_.src(op, 0))) {
-        scaledBytes += (op.bytes + kBounceAlign - 1) / kBounceAlign * kBounceAlign;
-      }
+      uint64_t* end = op.kind == OpKind::RecvReduce                            ? &bounceBytes
+                      : op.kind == OpKind::Send && scaled(plan_.src(op, 0)) ? &scaledBytes
+                                                                               : nullptr;
+      if (end == nullptr || !isRemote(op.peer)) continue;
+      offsets[i] = *end;
+      *end += (op.bytes + kBounceAlign - 1) / kBounceAlign * kBounceAlign;
     }
     // Every inter-node operation of earlier rounds has completed, so nothing is posted into the old
-    // buffer when it grows.
+    // buffers when they grow.
     if (work_.bounce.size() < bounceBytes) work_.bounce.resize(bounceBytes);
     if (work_.scaledBounce.size() < scaledBytes) work_.scaledBounce.resize(scaledBytes);
-    uint64_t scaledAt = 0;
     for (uint32_t i = 0; i < round.numOps; ++i) {
       const Op& op = plan_.ops[round.firstOp + i];
       if (!isCommOp(op.kind)) continue;
@@ -301,10 +303,8 @@ class RankExecutor {
       const uint32_t n = op.kind == OpKind::Send ? work_.netSent[op.peer]++ : work_.netRecvd[op.peer]++;
       const uint64_t tag = ofi::makeUserTag(n, static_cast<uint32_t>(call_.seq));
       if (op.kind == OpKind::Send && scaled(plan_.src(op, 0))) {
-        std::byte* out = work_.scaledBounce.data() + scaledAt;
-        scaledAt += (op.bytes + kBounceAlign - 1) / kBounceAlign * kBounceAlign;
-        const void* in = resolve(plan_.src(op, 0));
-        premul_(out, &in, 1, op.bytes / eltSize_, 1, call_.scalar);
+        std::byte* out = work_.scaledBounce.data() + offsets[i];
+        scaleCopy(out, resolve(plan_.src(op, 0)), op.bytes);
         reqs[i] = env_.net->isend(op.peer, tag, out, op.bytes);
       } else if (op.kind == OpKind::Send) {
         reqs[i] = env_.net->isend(op.peer, tag, resolve(plan_.src(op, 0)), op.bytes);
@@ -331,8 +331,7 @@ class RankExecutor {
     }
     if (op.kind == OpKind::RecvReduce && op.bytes > 0) {
       const void* srcs[2] = {resolve(plan_.src(op, 0)), work_.bounce.data() + work_.bounceOffset[i]};
-      if (scaled(plan_.src(op, 0))) premul_(resolve(op.dst), srcs, 2, op.bytes / eltSize_, 1, call_.scalar);
-      else reduce_(resolve(op.dst), srcs, 2, op.bytes / eltSize_);
+      combine(resolve(op.dst), srcs, 2, op.bytes / eltSize_, scaled(plan_.src(op, 0)) ? 1 : 0);
     }
     st.done = op.bytes;
     st.complete = true;
@@ -368,8 +367,7 @@ class RankExecutor {
         const std::byte* src = resolve(plan_.src(op, 0));
         if (op.bytes == 0) break;
         if (scaled(plan_.src(op, 0))) {  // in place too: the copy is where the input gets its scalar
-          const void* in = src;
-          premul_(dst, &in, 1, op.bytes / eltSize_, 1, call_.scalar);
+          scaleCopy(dst, src, op.bytes);
           break;
         }
         if (src == dst) break;
@@ -391,8 +389,7 @@ class RankExecutor {
           srcPtrs_[i] = resolve(plan_.src(op, i));
           if (i < 64 && scaled(plan_.src(op, i))) mask |= uint64_t{1} << i;
         }
-        if (mask != 0) premul_(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), op.bytes / eltSize_, mask, call_.scalar);
-        else reduce_(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), op.bytes / eltSize_);
+        combine(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), op.bytes / eltSize_, mask);
         break;
       }
       case OpKind::Finalize:

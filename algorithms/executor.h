@@ -86,7 +86,7 @@ struct ExecWorkspace {
   // current call, and the bounce buffer RecvReduce operations from other nodes receive into (grows to the
   // largest round, never shrinks).
   std::vector<ofi::Request> netReqs;
-  std::vector<uint64_t> bounceOffset;
+  std::vector<uint64_t> bounceOffset;  // per op of a round: its place in bounce (RecvReduce) or scaledBounce (Send)
   std::vector<uint32_t> netSent, netRecvd;
   std::vector<std::byte> bounce;
   // PreMulSum messages to other nodes straight from the own input: scaled here first (grows, never shrinks).

@@ -25,6 +25,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot import size_label  # noqa: E402
+
 BATCH_SECONDS = 0.05  # each timed batch runs about this long (at least one call)
 
 
@@ -42,13 +45,6 @@ def sizes_from(b, e, f):
         out.append(x)
         x *= f
     return out
-
-
-def fmt_size(b):
-    for unit, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if b >= mult and b % mult == 0:
-            return f"{b // mult}{unit}"
-    return str(b)
 
 
 # ---- one torch job: every rank runs this ----
@@ -197,7 +193,7 @@ def main():
         print(head)
         for b in sizes:
             c, g = med["conflux"][b], med["gloo"][b]
-            line = f"{fmt_size(b):>6} {c:10.2f} {busbw(b, c, world):7.3f} {g:10.2f} {busbw(b, g, world):7.3f} {g / c:7.2f}"
+            line = f"{size_label(b):>6} {c:10.2f} {busbw(b, c, world):7.3f} {g:10.2f} {busbw(b, g, world):7.3f} {g / c:7.2f}"
             if "fake" in med:
                 line += f" {med['fake'][b]:8.2f} {med['nofr'][b]:8.2f}"
             if "perf" in med:

@@ -133,16 +133,23 @@ Status checkStream(cfxStream_t stream, bool touchesDevice) {
   return Status::ok();
 }
 
+/// The live cfxRedOpCreatePreMulSum op of `comm` with handle `op`, or null; call with comm->opsMutex held.
+PremulOp* livePremul(cfxComm_t comm, int op) {
+  const size_t slot = static_cast<size_t>(op) - cfxNumOps;
+  if (op < cfxNumOps || slot >= comm->premulOps.size() || !comm->premulOps[slot].inUse) return nullptr;
+  return &comm->premulOps[slot];
+}
+
 /// A PreMulSum handle of `comm` (op >= cfxNumOps) into a.op and a's scalar; checks it matches dtype.
 Status resolvePremul(cfxComm_t comm, int op, int dtype, CallArgs& a) {
   std::lock_guard<std::mutex> lock(comm->opsMutex);
-  const size_t slot = static_cast<size_t>(op) - cfxNumOps;
-  if (op < cfxNumOps || slot >= comm->premulOps.size() || !comm->premulOps[slot].inUse) {
+  const PremulOp* live = livePremul(comm, op);
+  if (live == nullptr) {
     return Status(Code::InvalidArgument, "op: " + std::to_string(op) + " is neither a built-in cfxRedOp_t (0.." +
                                              std::to_string(cfxNumOps - 1) +
                                              ") nor a live cfxRedOpCreatePreMulSum op of this communicator");
   }
-  const PremulOp& p = comm->premulOps[slot];
+  const PremulOp& p = *live;
   if (static_cast<int>(p.dtype) != dtype) {
     return Status(Code::InvalidArgument, "op: the pre-multiplied sum was created for " + std::string(dataTypeName(p.dtype)) +
                                              ", but datatype is " +
@@ -342,12 +349,12 @@ cfxResult_t cfxRedOpDestroy(cfxRedOp_t op, cfxComm_t comm) {
     if (Status s = checkComm(comm); !s) return s;
     std::lock_guard<std::mutex> lock(comm->opsMutex);
     const int v = rawEnum(op);
-    const size_t slot = static_cast<size_t>(v) - cfxNumOps;
-    if (v < cfxNumOps || slot >= comm->premulOps.size() || !comm->premulOps[slot].inUse) {
+    PremulOp* live = livePremul(comm, v);
+    if (live == nullptr) {
       return Status(Code::InvalidArgument, "op: " + std::to_string(v) +
                                                " is not a live cfxRedOpCreatePreMulSum op of this communicator");
     }
-    comm->premulOps[slot] = PremulOp{};
+    *live = PremulOp{};
     return Status::ok();
   }, comm);
 }

@@ -26,8 +26,6 @@ Status rangeOf(const char* what, int peer, size_t count, size_t displ, uint64_t 
   return Status::ok();
 }
 
-}  // namespace
-
 /// The root and the per-rank block of a gather or scatter: checks both; `countName` names the count.
 Status rootedBlock(const char* fn, const char* countName, const VectorCall& c, int nranks, uint64_t& block) {
   if (c.root < 0 || c.root >= nranks) {
@@ -43,6 +41,15 @@ Status rootedBlock(const char* fn, const char* countName, const VectorCall& c, i
   return Status::ok();
 }
 
+/// Whether the root's one-block buffer `own` overlaps its nranks-block buffer `all` anywhere but exactly
+/// at the root's own block (the one in-place layout a gather or scatter accepts).
+bool badOverlap(const std::byte* all, const std::byte* own, int root, int nranks, uint64_t block) {
+  return own != all + static_cast<uint64_t>(root) * block && own < all + static_cast<uint64_t>(nranks) * block &&
+         all < own + block;
+}
+
+}  // namespace
+
 Status gatherOps(const VectorCall& c, int rank, int nranks, std::vector<P2pOp>& ops) {
   uint64_t block = 0;
   if (Status s = rootedBlock("cfxGather", "sendcount", c, nranks, block); !s) return s;
@@ -54,8 +61,7 @@ Status gatherOps(const VectorCall& c, int rank, int nranks, std::vector<P2pOp>& 
   if (c.recv == nullptr) return bad("recvbuff is NULL on the root with sendcount " + std::to_string(c.count));
   auto* recv = static_cast<std::byte*>(c.recv);
   const auto* send = static_cast<const std::byte*>(c.send);
-  if (send != recv + static_cast<uint64_t>(rank) * block && send < recv + static_cast<uint64_t>(nranks) * block &&
-      recv < send + block) {
+  if (badOverlap(recv, send, rank, nranks, block)) {
     return bad("cfxGather: sendbuff and recvbuff overlap but sendbuff is not the root's block of recvbuff");
   }
   for (int q = 0; q < nranks; ++q) ops.push_back(recvOp(recv + static_cast<uint64_t>(q) * block, block, q, c.stream));
@@ -72,8 +78,7 @@ Status scatterOps(const VectorCall& c, int rank, int nranks, std::vector<P2pOp>&
     if (c.send == nullptr) return bad("sendbuff is NULL on the root with recvcount " + std::to_string(c.count));
     const auto* send = static_cast<const std::byte*>(c.send);
     const auto* recv = static_cast<const std::byte*>(c.recv);
-    if (recv != send + static_cast<uint64_t>(rank) * block && recv < send + static_cast<uint64_t>(nranks) * block &&
-        send < recv + block) {
+    if (badOverlap(send, recv, rank, nranks, block)) {
       return bad("cfxScatter: sendbuff and recvbuff overlap but recvbuff is not the root's block of sendbuff");
     }
     for (int q = 0; q < nranks; ++q) ops.push_back(sendOp(send + static_cast<uint64_t>(q) * block, block, q, c.stream));

@@ -72,6 +72,21 @@ int blocksFor(size_t count, size_t elemSize, size_t perWorker, int limit) {
 
 bool alignedTo(const void* p, size_t align) { return reinterpret_cast<uintptr_t>(p) % align == 0; }
 
+/// Launches an element-wise kernel (divide, scale: one vector per worker) for the storage type of `type`, on the grid
+/// launchReduce would use: launch.template operator()<T>(blocks) makes the launch and returns its error.
+/// The op is irrelevant here: dispatch on Sum only, so these kernels are instantiated once per type.
+template <class Launch>
+cudaError_t launchPerElement(DataType type, size_t count, Launch&& launch) {
+  int limit = 0;
+  cudaError_t err = reduceGridLimit(&limit);
+  if (err != cudaSuccess) return err;
+  err = cudaErrorInvalidValue;
+  dispatchTypeOp(type, RedOp::Sum, [&]<class T, RedOp>() {
+    err = launch.template operator()<T>(blocksFor(count, sizeof(T), 1, limit));
+  });
+  return err;
+}
+
 /// Argument checks shared by launchReduce and launchReduceWithGrid (count > 0).
 bool validReduceArgs(DataType type, RedOp op, const void* dst, const void* dst2, const void* const* srcs,
                      int nsrc) {
@@ -157,39 +172,26 @@ cudaError_t launchScale(DataType type, void* dst, const void* src, size_t count,
   if (dst == nullptr || src == nullptr || !alignedTo(dst, es) || !alignedTo(src, es) || !alignedTo(scalarDevice, es)) {
     return cudaErrorInvalidValue;
   }
-  int limit = 0;
-  cudaError_t err = reduceGridLimit(&limit);
-  if (err != cudaSuccess) return err;
-  err = cudaErrorInvalidValue;
-  dispatchTypeOp(type, RedOp::Sum, [&]<class T, RedOp>() {
-    const int blocks = blocksFor(count, sizeof(T), 1, limit);
+  return launchPerElement(type, count, [&]<class T>(int blocks) {
     T* d = static_cast<T*>(dst);
     const T* in = static_cast<const T*>(src);
     const T* sd = static_cast<const T*>(scalarDevice);
     void* args[] = {&d, &in, &count, &scalarBits, &sd};
-    err = cudaLaunchKernel(reinterpret_cast<const void*>(&scaleKernel<T>), dim3(blocks), dim3(kReduceBlockThreads),
-                           args, 0, stream);
+    return cudaLaunchKernel(reinterpret_cast<const void*>(&scaleKernel<T>), dim3(blocks), dim3(kReduceBlockThreads),
+                            args, 0, stream);
   });
-  return err;
 }
 
 cudaError_t launchDivide(DataType type, void* data, size_t count, int divisor, cudaStream_t stream) {
   if (!isValidDataType(static_cast<int>(type))) return cudaErrorInvalidValue;
   if (divisor <= 1 || count == 0) return cudaSuccess;
   if (data == nullptr || !alignedTo(data, dataTypeSize(type))) return cudaErrorInvalidValue;
-  int limit = 0;
-  cudaError_t err = reduceGridLimit(&limit);
-  if (err != cudaSuccess) return err;
-  err = cudaErrorInvalidValue;
-  // The op is irrelevant here: dispatch on Sum only, so the divide kernels are instantiated once per type.
-  dispatchTypeOp(type, RedOp::Sum, [&]<class T, RedOp>() {
-    const int blocks = blocksFor(count, sizeof(T), 1, limit);
+  return launchPerElement(type, count, [&]<class T>(int blocks) {
     T* typed = static_cast<T*>(data);
     void* args[] = {&typed, &count, &divisor};
-    err = cudaLaunchKernel(reinterpret_cast<const void*>(&divideKernel<T>), dim3(blocks),
-                           dim3(kReduceBlockThreads), args, 0, stream);
+    return cudaLaunchKernel(reinterpret_cast<const void*>(&divideKernel<T>), dim3(blocks), dim3(kReduceBlockThreads),
+                            args, 0, stream);
   });
-  return err;
 }
 
 }  // namespace conflux::cuda

@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
 from setuptools import setup
 from torch.utils import cpp_extension
 
@@ -71,7 +72,6 @@ def _has_cuda(lib_dir):
 
 
 INCLUDE, LIB = _library()
-import torch  # noqa: E402  (after the library: a failed build reports first)
 
 CUDA = bool(torch.version.cuda) and cpp_extension.CUDA_HOME is not None and _has_cuda(LIB)
 Extension = cpp_extension.CUDAExtension if CUDA else cpp_extension.CppExtension

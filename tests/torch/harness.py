@@ -76,3 +76,27 @@ def run_ranks(world, body, *args, backend="conflux", init="file", timeout=240, e
             problems.append(f"rank {r}:\n{outcomes[r]}")
     if problems:
         raise AssertionError("\n".join(problems))
+
+
+def assert_same_training(world, body, *args, baseline="gloo", rtol=1e-5, atol=1e-6, replicas_equal=False):
+    """Runs ``body(rank, world, out_dir, *args)`` on `world` ranks under `baseline`, then under conflux; each
+    body saves its state dict as ``<backend>_<rank>.pt`` in out_dir. Asserts every rank's conflux state
+    matches the baseline's within (rtol, atol) and, with `replicas_equal`, that the conflux ranks agree
+    exactly with rank 0 (data parallelism keeps replicas equal)."""
+    with tempfile.TemporaryDirectory() as out:
+        for backend in (baseline, "conflux"):
+            run_ranks(world, body, out, *args, backend=backend)
+        first = None
+        for r in range(world):
+            a = torch.load(os.path.join(out, f"conflux_{r}.pt"))
+            b = torch.load(os.path.join(out, f"{baseline}_{r}.pt"))
+            assert a.keys() == b.keys(), f"rank {r}: parameters {sorted(a)} vs {baseline}'s {sorted(b)}"
+            for k in a:
+                torch.testing.assert_close(a[k], b[k], rtol=rtol, atol=atol, msg=f"rank {r} parameter {k}")
+            if not replicas_equal:
+                continue
+            if first is None:
+                first = a
+                continue
+            for k in a:
+                torch.testing.assert_close(a[k], first[k], rtol=0, atol=0, msg=f"replica {r} vs 0: {k}")

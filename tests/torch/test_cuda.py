@@ -9,14 +9,13 @@ Run: python tests/torch/test_cuda.py
 
 import os
 import sys
-import tempfile
 import time
 import unittest
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import run_ranks  # noqa: E402
+from harness import assert_same_training, run_ranks  # noqa: E402
 
 HAVE_GPU = torch.cuda.is_available()
 WHY = "no CUDA device: torch.cuda.is_available() is False"
@@ -104,15 +103,7 @@ class Cuda(unittest.TestCase):
     def test_ddp_matches(self):
         import torch.distributed as dist
 
-        baseline = "nccl" if dist.is_nccl_available() else "gloo"
-        with tempfile.TemporaryDirectory() as out:
-            for backend in (baseline, "conflux"):
-                run_ranks(2, ddp_body, out, backend=backend)
-            for r in range(2):
-                a = torch.load(os.path.join(out, f"conflux_{r}.pt"))
-                b = torch.load(os.path.join(out, f"{baseline}_{r}.pt"))
-                for k in a:
-                    torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-6)
+        assert_same_training(2, ddp_body, baseline="nccl" if dist.is_nccl_available() else "gloo")
 
 
 if __name__ == "__main__":

@@ -7,13 +7,12 @@ Run: python tests/torch/test_training.py
 
 import os
 import sys
-import tempfile
 import unittest
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import run_ranks  # noqa: E402
+from harness import assert_same_training  # noqa: E402
 
 STEPS = 5
 
@@ -90,24 +89,9 @@ def fsdp_body(rank, world, out_dir):
 
 
 class Training(unittest.TestCase):
-    def compare(self, out_dir, world, rtol, atol):
-        for r in range(world):
-            a = torch.load(os.path.join(out_dir, f"conflux_{r}.pt"))
-            b = torch.load(os.path.join(out_dir, f"gloo_{r}.pt"))
-            self.assertEqual(a.keys(), b.keys())
-            for k in a:
-                torch.testing.assert_close(a[k], b[k], rtol=rtol, atol=atol, msg=f"rank {r} parameter {k}")
-            # and the ranks agree with each other (DDP keeps replicas equal)
-            if r > 0:
-                first = torch.load(os.path.join(out_dir, "conflux_0.pt"))
-                for k in a:
-                    torch.testing.assert_close(a[k], first[k], rtol=0, atol=0, msg=f"replica {r} vs 0: {k}")
-
     def run_both(self, world, body, *args, rtol=1e-5, atol=1e-6):
-        with tempfile.TemporaryDirectory() as out:
-            for backend in ("gloo", "conflux"):
-                run_ranks(world, body, out, *args, backend=backend)
-            self.compare(out, world, rtol, atol)
+        # the conflux ranks also agree with each other exactly (DDP and FSDP2 keep replicas equal)
+        assert_same_training(world, body, *args, rtol=rtol, atol=atol, replicas_equal=True)
 
     def test_ddp(self):
         self.run_both(3, ddp_body, "plain")

@@ -31,7 +31,11 @@ size_t ShmSendChannel::writable() const {
 }
 
 template <class Fill>
-size_t ShmSendChannel::writeWith(size_t n, Fill&& fill) {
+size_t ShmSendChannel::writeWith(size_t bytes, size_t granule, Fill&& fill) {
+  uint64_t space = capacity_ - (head_ - tailCache_);
+  if (space < bytes) space = writable();  // refresh the cached tail only when it matters
+  size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, space));
+  n -= n % granule;  // the ring's size and the publish pieces are multiples of 8, so pieces stay whole
   size_t done = 0;
   while (done < n) {
     const uint64_t offset = head_ % capacity_;
@@ -46,21 +50,15 @@ size_t ShmSendChannel::writeWith(size_t n, Fill&& fill) {
 }
 
 size_t ShmSendChannel::write(const void* src, size_t bytes) {
-  uint64_t space = capacity_ - (head_ - tailCache_);
-  if (space < bytes) space = writable();  // refresh the cached tail only when it matters
-  const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, space));
   const auto* from = static_cast<const std::byte*>(src);
-  return writeWith(n, [&](std::byte* dst, size_t at, size_t piece) { std::memcpy(dst, from + at, piece); });
+  return writeWith(bytes, 1, [&](std::byte* dst, size_t at, size_t piece) { std::memcpy(dst, from + at, piece); });
 }
 
 size_t ShmSendChannel::writeTransformed(const void* src, size_t bytes, size_t granule, Transform transform,
                                         const void* ctx) {
-  uint64_t space = capacity_ - (head_ - tailCache_);
-  if (space < bytes) space = writable();
-  size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, space));
-  n -= n % granule;  // the ring's size and the publish pieces are multiples of 8, so pieces stay whole
   const auto* from = static_cast<const std::byte*>(src);
-  return writeWith(n, [&](std::byte* dst, size_t at, size_t piece) { transform(dst, from + at, piece, ctx); });
+  return writeWith(bytes, granule,
+                   [&](std::byte* dst, size_t at, size_t piece) { transform(dst, from + at, piece, ctx); });
 }
 
 ShmRecvChannel::ShmRecvChannel(ChannelHeader* header, const std::byte* ring, uint64_t capacity,

@@ -30,8 +30,9 @@ class ShmSendChannel final : public SendChannel {
   size_t writable() const override;
 
  private:
+  /// Accepts as much of `bytes` as fits (whole granules), filling each ring piece with fill(dst, offset, n).
   template <class Fill>
-  size_t writeWith(size_t n, Fill&& fill);
+  size_t writeWith(size_t bytes, size_t granule, Fill&& fill);
   ChannelHeader* header_;
   std::byte* ring_;
   uint64_t capacity_;

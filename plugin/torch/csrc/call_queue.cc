@@ -1,7 +1,7 @@
 #include "call_queue.h"
 
-#include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace conflux_torch {
 

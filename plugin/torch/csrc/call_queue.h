@@ -23,7 +23,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 namespace conflux_torch {
 

@@ -59,14 +59,6 @@ bool groupSpansNodes(c10d::Store& store, const Keys& keys, int rank, int size) {
   return store.add(hostKey, 0) != size;
 }
 
-bool libraryHasCuda() {
-  static const bool has = [] {
-    unsigned int f = 0;
-    return cfxGetFeatures(&f) == cfxSuccess && (f & CFX_FEATURE_CUDA) != 0;
-  }();
-  return has;
-}
-
 cfxConfig_t configFor(std::chrono::milliseconds timeout, const std::string& name) {
   cfxConfig_t cfg = CFX_CONFIG_INITIALIZER;
   cfg.timeoutMs = static_cast<int>(std::clamp<int64_t>(timeout.count(), 1, INT32_MAX));
@@ -75,6 +67,14 @@ cfxConfig_t configFor(std::chrono::milliseconds timeout, const std::string& name
 }
 
 }  // namespace
+
+bool libraryHasCuda() {
+  static const bool has = [] {
+    unsigned int f = 0;
+    return cfxGetFeatures(&f) == cfxSuccess && (f & CFX_FEATURE_CUDA) != 0;
+  }();
+  return has;
+}
 
 ProcessGroupConflux::ProcessGroupConflux(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                          std::chrono::milliseconds timeout, std::string groupName,
@@ -103,18 +103,6 @@ ProcessGroupConflux::ProcessGroupConflux(const c10::intrusive_ptr<c10d::Store>& 
     C10_THROW_ERROR(DistBackendError, std::string("conflux: joining process group '") + groupName_ + "' failed (" +
                                           cfxGetErrorString(r) + "): " + cfxGetLastError(nullptr));
   }
-  handle_->comm = comm;
-  queue_ = std::make_shared<CallQueue>(CallQueue::Batch{[] { cfxGroupStart(); }, [this]() -> std::string {
-                                                          const cfxResult_t e = cfxGroupEnd();
-                                                          return e == cfxSuccess ? "" : failure("send/recv batch", e);
-                                                        }});
-  init();
-}
-
-ProcessGroupConflux::ProcessGroupConflux(cfxComm_t comm, int rank, int size, std::chrono::milliseconds timeout,
-                                         std::string groupName, std::vector<uint64_t> globalRanks)
-    : Backend(rank, size), handle_(std::make_shared<CommHandle>()), timeout_(timeout),
-      groupName_(std::move(groupName)), globalRanks_(std::move(globalRanks)) {
   handle_->comm = comm;
   queue_ = std::make_shared<CallQueue>(CallQueue::Batch{[] { cfxGroupStart(); }, [this]() -> std::string {
                                                           const cfxResult_t e = cfxGroupEnd();
@@ -223,20 +211,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupConflux::endCoalescing() {
     outputs.insert(outputs.end(), out.begin(), out.end());
   }
   // One Conflux group: its collectives in call order, then its sends and receives together.
-  Step step;
-  step.message = std::make_shared<std::string>();
-  step.issue = [batch, message = step.message](cfxStream_t stream) -> cfxResult_t {
-    cfxResult_t first = cfxGroupStart();
-    for (Deferred& d : *batch) {
-      const cfxResult_t r = d.step.issue(stream);
-      if (first == cfxSuccess && r != cfxSuccess) {
-        first = r;
-        *message = cfxGetLastError(nullptr);  // before later calls overwrite it
-      }
-    }
-    const cfxResult_t e = cfxGroupEnd();
-    return first != cfxSuccess ? first : e;
-  };
+  Step step = groupedStep([batch](FirstError& first, cfxStream_t stream) {
+    for (const Deferred& d : *batch) first(d.step.issue(stream), d.step.message.get());
+  });
   step.after = [batch] {
     for (Deferred& d : *batch) {
       if (d.step.after) d.step.after();
@@ -304,16 +281,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupConflux::issue(c10d::OpType type, con
   // A send or receive on the worker: its operation joins the batch of sends and receives queued with it.
   auto ownError = std::make_shared<std::string>();
   call.p2p = true;
-  call.run = [this, step, ownError, title] {
-    const cfxResult_t r = step.issue(nullptr);
+  call.run = [this, issueCalls = std::move(step.issue), ownError, title] {
+    const cfxResult_t r = issueCalls(nullptr);
     if (r != cfxSuccess) *ownError = failure(title, r);
   };
-  call.finish = [work, step, ownError](const std::string& batchError) {
+  call.finish = [work, done = std::move(step.done), ownError](const std::string& batchError) {
     const std::string error = ownError->empty() ? batchError : *ownError;
-    at::launch([work, step, error] {  // off the worker: see runStep
+    at::launch([work, done, error] {  // off the worker: see runStep
       const std::exception_ptr e = error.empty() ? nullptr : ConfluxWork::backendError(error);
       work->complete(e);
-      if (step.done) step.done(e);
+      if (done) done(e);
     });
   };
   const uint64_t queued = queue_->enqueue(std::move(call));

@@ -12,7 +12,6 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@
 #include "comm_handle.h"
 #include "conflux/conflux.h"
 #include "conflux_work.h"
+#include "grouped_calls.h"
 
 namespace conflux_torch {
 
@@ -29,9 +29,6 @@ class ProcessGroupConflux : public c10d::Backend {
   /// rank arrived or `timeout` passed). `globalRanks`: the group's global ranks (empty: the world).
   ProcessGroupConflux(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                       std::chrono::milliseconds timeout, std::string groupName, std::vector<uint64_t> globalRanks);
-  /// Takes over `comm` (made by cfxCommSplit).
-  ProcessGroupConflux(cfxComm_t comm, int rank, int size, std::chrono::milliseconds timeout, std::string groupName,
-                      std::vector<uint64_t> globalRanks);
   ~ProcessGroupConflux() override;
 
   const std::string getBackendName() const override { return "conflux"; }
@@ -139,7 +136,21 @@ class ProcessGroupConflux : public c10d::Backend {
   };
   bool coalescing_ = false;
   std::vector<Deferred> coalesced_;
-  bool coalescedAsync_ = false;
 };
+
+/// A Step whose Conflux calls form one group: body(first, stream) makes them, passing each call's result
+/// to `first` (grouped_calls.h); the first failure's message is kept for the error.
+template <class Body>
+ProcessGroupConflux::Step groupedStep(Body body) {
+  ProcessGroupConflux::Step step;
+  step.message = std::make_shared<std::string>();
+  step.issue = [body = std::move(body), message = step.message](cfxStream_t stream) {
+    return grouped(message.get(), [&](FirstError& first) { body(first, stream); });
+  };
+  return step;
+}
+
+/// Whether the Conflux library in use accepts CUDA device buffers (asked once).
+bool libraryHasCuda();
 
 }  // namespace conflux_torch

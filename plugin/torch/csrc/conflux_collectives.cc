@@ -23,23 +23,22 @@ const at::Tensor& single(const std::vector<at::Tensor>& ts, const char* what) {
   return ts.front();
 }
 
-/// Runs `body` inside a Conflux group (nested groups are flattened by Conflux) and returns the first failure.
-template <class F>
-cfxResult_t grouped(F&& body) {
-  cfxResult_t first = cfxGroupStart();
-  const cfxResult_t r = body();
-  if (first == cfxSuccess) first = r;
-  const cfxResult_t e = cfxGroupEnd();
-  return first != cfxSuccess ? first : e;
-}
-
-/// The first failure of a sequence of calls.
-struct FirstError {
-  cfxResult_t r = cfxSuccess;
-  void operator()(cfxResult_t x) {
-    if (r == cfxSuccess) r = x;
-  }
+/// One send or receive of a list-shaped operation (each tensor its own message).
+struct Transfer {
+  bool send;
+  Buffer buf;
+  int peer;
 };
+
+/// The transfers as one Conflux group: they progress together.
+ProcessGroupConflux::Step transferStep(std::vector<Transfer> transfers, cfxComm_t c) {
+  return groupedStep([transfers = std::move(transfers), c](FirstError& first, cfxStream_t s) {
+    for (const Transfer& t : transfers) {
+      first(t.send ? cfxSend(t.buf.data, t.buf.count, t.buf.type, t.peer, c, s)
+                   : cfxRecv(t.buf.data, t.buf.count, t.buf.type, t.peer, c, s));
+    }
+  });
+}
 
 /// Whether `ts` are `n` equal-sized tensors laid out back to back in one buffer (then a collective can
 /// write them directly).
@@ -91,15 +90,11 @@ Work ProcessGroupConflux::allreduce_coalesced(std::vector<at::Tensor>& tensors,
     ops.push_back(toConfluxOp(opts.reduceOp, t, handle_));
   }
   cfxComm_t c = comm();
-  Step step{[bufs, ops, c](cfxStream_t s) {
-    return grouped([&] {
-      FirstError first;
-      for (size_t i = 0; i < bufs.size(); ++i) {
-        first(cfxAllReduce(bufs[i].data, bufs[i].data, bufs[i].count, bufs[i].type, ops[i].op, c, s));
-      }
-      return first.r;
-    });
-  }};
+  Step step = groupedStep([bufs, ops, c](FirstError& first, cfxStream_t s) {
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      first(cfxAllReduce(bufs[i].data, bufs[i].data, bufs[i].count, bufs[i].type, ops[i].op, c, s));
+    }
+  });
   return issue(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", tensors, tensors, opts.asyncOp, opts.timeout,
                std::move(step));
 }
@@ -124,7 +119,8 @@ Work ProcessGroupConflux::allgather(std::vector<std::vector<at::Tensor>>& output
   std::vector<at::Tensor>& outs = outputs.front();
   TORCH_CHECK(static_cast<int>(outs.size()) == size_, "conflux: allgather needs ", size_, " output tensors, got ",
               outs.size());
-  checkSameKind(flatCopy(outs, in), "allgather tensor");
+  std::vector<at::Tensor> touched = flatCopy(outs, in);
+  checkSameKind(touched, "allgather tensor");
   const Buffer src = movedBuffer(in, "allgather input");
   bool even = true;
   std::vector<Buffer> dst;
@@ -133,7 +129,6 @@ Work ProcessGroupConflux::allgather(std::vector<std::vector<at::Tensor>>& output
     even &= dst.back().count == src.count;
   }
   cfxComm_t c = comm();
-  std::vector<at::Tensor> touched = flatCopy(outs, in);
   const size_t bytes = static_cast<size_t>(in.nbytes());
   if (even && backToBack(outs, bytes)) {  // already one buffer: gather straight into it
     Step step{[src, d = dst.front(), c](cfxStream_t s) { return cfxAllGather(src.data, d.data, src.count, src.type, c, s); }};
@@ -152,23 +147,15 @@ Work ProcessGroupConflux::allgather(std::vector<std::vector<at::Tensor>>& output
     return issue(c10d::OpType::ALLGATHER, "allgather", touched, outs, opts.asyncOp, opts.timeout, std::move(step));
   }
   // Uneven sizes: every rank sends its input to every rank, each receive landing in its output tensor.
-  const int me = rank_;
-  Step step{[src, dst, me, c](cfxStream_t s) {
-    return grouped([&] {
-      FirstError first;
-      for (int q = 0; q < static_cast<int>(dst.size()); ++q) {
-        if (q == me && dst[q].count != src.count) {
-          return cfxInvalidArgument;  // this rank's own output must hold its input
-        }
-        first(cfxSend(src.data, src.count, src.type, q, c, s));
-        first(cfxRecv(dst[q].data, dst[q].count, dst[q].type, q, c, s));
-      }
-      return first.r;
-    });
-  }};
-  TORCH_CHECK(dst[me].count == src.count, "conflux: allgather: output ", me, " (this rank's) has ", dst[me].count,
-              " elements, the input ", src.count);
-  return issue(c10d::OpType::ALLGATHER, "allgather (uneven)", touched, outs, opts.asyncOp, opts.timeout, std::move(step));
+  TORCH_CHECK(dst[rank_].count == src.count, "conflux: allgather: output ", rank_, " (this rank's) has ",
+              dst[rank_].count, " elements, the input ", src.count);
+  std::vector<Transfer> transfers;
+  for (int q = 0; q < size_; ++q) {
+    transfers.push_back({true, src, q});
+    transfers.push_back({false, dst[q], q});
+  }
+  return issue(c10d::OpType::ALLGATHER, "allgather (uneven)", touched, outs, opts.asyncOp, opts.timeout,
+               transferStep(std::move(transfers), c));
 }
 
 Work ProcessGroupConflux::all_gather_single(at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
@@ -244,13 +231,9 @@ Work ProcessGroupConflux::all_gather_single_coalesced(std::vector<at::Tensor>& o
     pairs.emplace_back(src, dst);
   }
   cfxComm_t c = comm();
-  Step step{[pairs, c](cfxStream_t s) {
-    return grouped([&] {
-      FirstError first;
-      for (const auto& [src, dst] : pairs) first(cfxAllGather(src.data, dst.data, src.count, src.type, c, s));
-      return first.r;
-    });
-  }};
+  Step step = groupedStep([pairs, c](FirstError& first, cfxStream_t s) {
+    for (const auto& [src, dst] : pairs) first(cfxAllGather(src.data, dst.data, src.count, src.type, c, s));
+  });
   std::vector<at::Tensor> touched(outputs);
   touched.insert(touched.end(), inputs.begin(), inputs.end());
   return issue(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, "all_gather_into_tensor_coalesced", touched, outputs,
@@ -263,34 +246,23 @@ Work ProcessGroupConflux::gather(std::vector<std::vector<at::Tensor>>& outputs, 
   const int root = static_cast<int>(opts.rootRank);
   checkPeer(root, "gather: root");
   const Buffer src = movedBuffer(in, "gather input");
-  std::vector<Buffer> dst;
+  std::vector<Transfer> transfers{{true, src, root}};
   std::vector<at::Tensor> touched(inputs), outs;
   if (rank_ == root) {
     TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == size_, "conflux: gather needs ", size_,
                 " output tensors on the root");
     outs = outputs[0];
-    for (const at::Tensor& o : outs) {
-      dst.push_back(movedBuffer(o, "gather output"));
-      TORCH_CHECK(dst.back().count == src.count && o.scalar_type() == in.scalar_type(),
+    for (int q = 0; q < size_; ++q) {
+      transfers.push_back({false, movedBuffer(outs[q], "gather output"), q});
+      TORCH_CHECK(transfers.back().buf.count == src.count && outs[q].scalar_type() == in.scalar_type(),
                   "conflux: gather: every output must match the input's size and dtype");
-      touched.push_back(o);
+      touched.push_back(outs[q]);
     }
   } else {
     TORCH_CHECK(outputs.empty() || outputs[0].empty(), "conflux: gather: only the root passes output tensors");
   }
-  const int me = rank_;
-  cfxComm_t c = comm();
-  Step step{[src, dst, root, me, c](cfxStream_t s) {
-    return grouped([&] {
-      FirstError first;
-      first(cfxSend(src.data, src.count, src.type, root, c, s));
-      if (me == root) {
-        for (int q = 0; q < static_cast<int>(dst.size()); ++q) first(cfxRecv(dst[q].data, dst[q].count, dst[q].type, q, c, s));
-      }
-      return first.r;
-    });
-  }};
-  return issue(c10d::OpType::GATHER, "gather", touched, outs, opts.asyncOp, opts.timeout, std::move(step));
+  return issue(c10d::OpType::GATHER, "gather", touched, outs, opts.asyncOp, opts.timeout,
+               transferStep(std::move(transfers), comm()));
 }
 
 Work ProcessGroupConflux::gather_single(at::Tensor& output, at::Tensor& input, const c10d::GatherOptions& opts) {
@@ -317,33 +289,24 @@ Work ProcessGroupConflux::scatter(std::vector<at::Tensor>& outputs, std::vector<
   const int root = static_cast<int>(opts.rootRank);
   checkPeer(root, "scatter: root");
   const Buffer dst = movedBuffer(out, "scatter output");
-  std::vector<Buffer> src;
+  std::vector<Transfer> transfers;
   std::vector<at::Tensor> touched(outputs);
   if (rank_ == root) {
     TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_, "conflux: scatter needs ", size_,
                 " input tensors on the root");
-    for (const at::Tensor& t : inputs[0]) {
-      src.push_back(movedBuffer(t, "scatter input"));
-      TORCH_CHECK(src.back().count == dst.count && t.scalar_type() == out.scalar_type(),
+    for (int q = 0; q < size_; ++q) {
+      const at::Tensor& t = inputs[0][q];
+      transfers.push_back({true, movedBuffer(t, "scatter input"), q});
+      TORCH_CHECK(transfers.back().buf.count == dst.count && t.scalar_type() == out.scalar_type(),
                   "conflux: scatter: every input must match the output's size and dtype");
       touched.push_back(t);
     }
   } else {
     TORCH_CHECK(inputs.empty() || inputs[0].empty(), "conflux: scatter: only the root passes input tensors");
   }
-  const int me = rank_;
-  cfxComm_t c = comm();
-  Step step{[src, dst, root, me, c](cfxStream_t s) {
-    return grouped([&] {
-      FirstError first;
-      if (me == root) {
-        for (int q = 0; q < static_cast<int>(src.size()); ++q) first(cfxSend(src[q].data, src[q].count, src[q].type, q, c, s));
-      }
-      first(cfxRecv(dst.data, dst.count, dst.type, root, c, s));
-      return first.r;
-    });
-  }};
-  return issue(c10d::OpType::SCATTER, "scatter", touched, outputs, opts.asyncOp, opts.timeout, std::move(step));
+  transfers.push_back({false, dst, root});
+  return issue(c10d::OpType::SCATTER, "scatter", touched, outputs, opts.asyncOp, opts.timeout,
+               transferStep(std::move(transfers), comm()));
 }
 
 Work ProcessGroupConflux::reduce_scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
@@ -352,7 +315,8 @@ Work ProcessGroupConflux::reduce_scatter(std::vector<at::Tensor>& outputs, std::
   TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_, "conflux: reduce_scatter needs ",
               size_, " input tensors");
   const std::vector<at::Tensor>& ins = inputs[0];
-  checkSameKind(flatCopy(ins, out), "reduce_scatter tensor");
+  std::vector<at::Tensor> touched = flatCopy(ins, out);
+  checkSameKind(touched, "reduce_scatter tensor");
   const Buffer dst = reducedBuffer(out, opts.reduceOp, "reduce_scatter output");
   std::vector<Buffer> src;
   bool even = true;
@@ -364,29 +328,29 @@ Work ProcessGroupConflux::reduce_scatter(std::vector<at::Tensor>& outputs, std::
               ins[rank_].numel(), " elements, the output ", out.numel());
   const ConfluxOp op = toConfluxOp(opts.reduceOp, out, handle_);
   cfxComm_t c = comm();
-  std::vector<at::Tensor> touched = flatCopy(ins, out);
-  if (even) {  // the inputs packed into one buffer (on the caller's thread and stream), then one call
-    auto packed = std::make_shared<at::Tensor>(at::cat(ins).view({-1}));
-    touched.push_back(*packed);
-    const Buffer p = movedBuffer(*packed, "reduce_scatter temporary");
-    Step step{[p, dst, op, c](cfxStream_t s) {
-      return cfxReduceScatter(p.data, dst.data, dst.count, dst.type, op.op, c, s);
+  if (even) {
+    // One call on the inputs as one buffer: they are one already (and the output lies apart from it, or
+    // is this rank's block: Conflux's in-place form), or are packed into one (on the caller's thread and
+    // stream). The step holds the packed tensor until the call is over.
+    const size_t bytes = static_cast<size_t>(ins[0].nbytes());
+    const char* base = static_cast<const char*>(ins[0].data_ptr());
+    const char* o = static_cast<const char*>(out.data_ptr());
+    const bool apart = o == base + static_cast<size_t>(rank_) * bytes || o + out.nbytes() <= base ||
+                       o >= base + static_cast<size_t>(size_) * bytes;
+    const at::Tensor packed = apart && backToBack(ins, bytes) ? ins[0] : at::cat(ins).view({-1});
+    touched.push_back(packed);
+    Step step{[packed, dst, op, c](cfxStream_t s) {
+      return cfxReduceScatter(packed.data_ptr(), dst.data, dst.count, dst.type, op.op, c, s);
     }};
-    step.done = [packed](std::exception_ptr) {};  // keeps the packed inputs alive until the call is over
     return issue(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", touched, outputs, opts.asyncOp, opts.timeout,
                  std::move(step));
   }
   // Uneven blocks: one reduce to each rank, in rank order.
-  const int me = rank_;
-  Step step{[src, dst, op, me, c](cfxStream_t s) {
-    return grouped([&] {
-      FirstError first;
-      for (int q = 0; q < static_cast<int>(src.size()); ++q) {
-        first(cfxReduce(src[q].data, q == me ? dst.data : nullptr, src[q].count, src[q].type, op.op, q, c, s));
-      }
-      return first.r;
-    });
-  }};
+  Step step = groupedStep([src, dst, op, me = rank_, c](FirstError& first, cfxStream_t s) {
+    for (int q = 0; q < static_cast<int>(src.size()); ++q) {
+      first(cfxReduce(src[q].data, q == me ? dst.data : nullptr, src[q].count, src[q].type, op.op, q, c, s));
+    }
+  });
   return issue(c10d::OpType::REDUCE_SCATTER, "reduce_scatter (uneven)", touched, outputs, opts.asyncOp, opts.timeout,
                std::move(step));
 }
@@ -426,15 +390,9 @@ Work ProcessGroupConflux::reduce_scatter_single_coalesced(std::vector<at::Tensor
     calls.push_back(o);
   }
   cfxComm_t c = comm();
-  Step step{[calls, c](cfxStream_t s) {
-    return grouped([&] {
-      FirstError first;
-      for (const One& o : calls) {
-        first(cfxReduceScatter(o.src.data, o.dst.data, o.dst.count, o.dst.type, o.op.op, c, s));
-      }
-      return first.r;
-    });
-  }};
+  Step step = groupedStep([calls, c](FirstError& first, cfxStream_t s) {
+    for (const One& o : calls) first(cfxReduceScatter(o.src.data, o.dst.data, o.dst.count, o.dst.type, o.op.op, c, s));
+  });
   std::vector<at::Tensor> touched(outputs);
   touched.insert(touched.end(), inputs.begin(), inputs.end());
   return issue(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, "reduce_scatter_tensor_coalesced", touched, outputs,
@@ -448,21 +406,21 @@ Work ProcessGroupConflux::all_to_all_single(at::Tensor& output, at::Tensor& inpu
   const Buffer dst = movedBuffer(output, "all_to_all_single output");
   cfxComm_t c = comm();
   std::vector<at::Tensor> touched{output, input};
-  // Conflux moves blocks out of a buffer distinct from the destination: in place goes through a copy.
-  auto source = std::make_shared<at::Tensor>(input);
+  // Conflux moves blocks out of a buffer distinct from the destination: in place goes through a copy,
+  // which the step holds until the call is over.
+  at::Tensor source = input;
   Buffer from = src;
   if (input.numel() > 0 && input.data_ptr() == output.data_ptr()) {
-    *source = input.clone();
-    from = movedBuffer(*source, "all_to_all_single input");
-    touched.push_back(*source);
+    source = input.clone();
+    from = movedBuffer(source, "all_to_all_single input");
+    touched.push_back(source);
   }
   if (outputSplits.empty() && inputSplits.empty()) {
     TORCH_CHECK(src.count % static_cast<size_t>(size_) == 0 && dst.count == src.count,
                 "conflux: all_to_all_single: input and output must have equal sizes divisible by the group size ", size_);
-    Step step{[from, dst, n = size_, c](cfxStream_t s) {
+    Step step{[source, from, dst, n = size_, c](cfxStream_t s) {
       return cfxAllToAll(from.data, dst.data, from.count / static_cast<size_t>(n), from.type, c, s);
     }};
-    step.done = [source](std::exception_ptr) {};
     return issue(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", touched, {output}, opts.asyncOp, opts.timeout,
                  std::move(step));
   }
@@ -491,15 +449,14 @@ Work ProcessGroupConflux::all_to_all_single(at::Tensor& output, at::Tensor& inpu
                 " rows, the tensor has ", t.dim() > 0 ? t.size(0) : 0);
     return counts;
   };
-  auto sc = std::make_shared<std::vector<size_t>>(countsOf(inputSplits, input, src, "input"));
-  auto rc = std::make_shared<std::vector<size_t>>(countsOf(outputSplits, output, dst, "output"));
-  auto sd = std::make_shared<std::vector<size_t>>(sc->size()), rd = std::make_shared<std::vector<size_t>>(rc->size());
-  std::exclusive_scan(sc->begin(), sc->end(), sd->begin(), size_t{0});
-  std::exclusive_scan(rc->begin(), rc->end(), rd->begin(), size_t{0});
-  Step step{[from, dst, sc, sd, rc, rd, c](cfxStream_t s) {
-    return cfxAllToAllv(from.data, sc->data(), sd->data(), dst.data, rc->data(), rd->data(), from.type, c, s);
+  const std::vector<size_t> sc = countsOf(inputSplits, input, src, "input");
+  const std::vector<size_t> rc = countsOf(outputSplits, output, dst, "output");
+  std::vector<size_t> sd(sc.size()), rd(rc.size());
+  std::exclusive_scan(sc.begin(), sc.end(), sd.begin(), size_t{0});
+  std::exclusive_scan(rc.begin(), rc.end(), rd.begin(), size_t{0});
+  Step step{[source, from, dst, sc, sd, rc, rd, c](cfxStream_t s) {
+    return cfxAllToAllv(from.data, sc.data(), sd.data(), dst.data, rc.data(), rd.data(), from.type, c, s);
   }};
-  step.done = [source](std::exception_ptr) {};
   return issue(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", touched, {output}, opts.asyncOp, opts.timeout,
                std::move(step));
 }
@@ -511,25 +468,15 @@ Work ProcessGroupConflux::alltoall(std::vector<at::Tensor>& outputs, std::vector
   std::vector<at::Tensor> touched(outputs);
   touched.insert(touched.end(), inputs.begin(), inputs.end());
   checkSameKind(touched, "alltoall tensor");
-  std::vector<Buffer> src, dst;
+  std::vector<Transfer> transfers;
   for (int q = 0; q < size_; ++q) {
-    src.push_back(movedBuffer(inputs[q], "alltoall input"));
-    dst.push_back(movedBuffer(outputs[q], "alltoall output"));
+    transfers.push_back({true, movedBuffer(inputs[q], "alltoall input"), q});
+    transfers.push_back({false, movedBuffer(outputs[q], "alltoall output"), q});
     TORCH_CHECK(inputs[q].numel() == 0 || outputs[q].numel() == 0 || inputs[q].data_ptr() != outputs[q].data_ptr(),
                 "conflux: alltoall: input ", q, " and output ", q, " are the same tensor (in place is not supported)");
   }
-  cfxComm_t c = comm();
-  Step step{[src, dst, c](cfxStream_t s) {
-    return grouped([&] {
-      FirstError first;
-      for (int q = 0; q < static_cast<int>(src.size()); ++q) {
-        first(cfxSend(src[q].data, src[q].count, src[q].type, q, c, s));
-        first(cfxRecv(dst[q].data, dst[q].count, dst[q].type, q, c, s));
-      }
-      return first.r;
-    });
-  }};
-  return issue(c10d::OpType::ALLTOALL, "alltoall", touched, outputs, opts.asyncOp, opts.timeout, std::move(step));
+  return issue(c10d::OpType::ALLTOALL, "alltoall", touched, outputs, opts.asyncOp, opts.timeout,
+               transferStep(std::move(transfers), comm()));
 }
 
 Work ProcessGroupConflux::send(std::vector<at::Tensor>& tensors, int dstRank, int /*tag*/) {

@@ -30,11 +30,8 @@ PYBIND11_MODULE(_C, m) {
     cfxGetVersion(&v);
     return v;
   }, "Version code of the Conflux library in use (major * 10000 + minor * 100 + patch).");
-  m.def("library_has_cuda", [] {
-    unsigned int f = 0;
-    cfxGetFeatures(&f);
-    return (f & CFX_FEATURE_CUDA) != 0;
-  }, "Whether the Conflux library in use accepts CUDA device buffers.");
+  m.def("library_has_cuda", &conflux_torch::libraryHasCuda,
+        "Whether the Conflux library in use accepts CUDA device buffers.");
   m.def("built_with_cuda", [] { return CONFLUX_TORCH_CUDA != 0; },
         "Whether this extension was built with CUDA tensor support.");
 }

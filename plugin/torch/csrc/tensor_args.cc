@@ -47,8 +47,6 @@ Buffer bufferOf(const at::Tensor& t, const char* what) {
               "; conflux handles CPU and CUDA tensors");
   Buffer b;
   b.data = t.numel() == 0 ? nullptr : t.data_ptr();
-  b.cuda = t.device().is_cuda();
-  b.device = b.cuda ? t.device().index() : -1;
   return b;
 }
 

@@ -21,8 +21,6 @@ struct Buffer {
   void* data = nullptr;
   size_t count = 0;
   cfxDataType_t type = cfxUint8;
-  bool cuda = false;
-  int device = -1;
 };
 
 /// The tensor's buffer for a collective that only moves data (any dtype: moved as its own type when
