@@ -350,6 +350,45 @@ def late_receives(rank, world):
         check(y[:4], torch.full((4,), float(peer)), f"exchange with the receive {delay} s late")
 
 
+def dropped_inputs(rank, world):
+    """Asynchronous calls whose input tensors the caller drops at once (FSDP2 all-gathers a padded
+    temporary): the backend holds them until the call has run. The calls are still queued behind a
+    blocked all-reduce when their inputs go and the freed memory is filled with garbage."""
+    import time
+
+    import torch.distributed as dist
+
+    if rank == 0:
+        blocker = dist.all_reduce(torch.ones(4), async_op=True)  # waits for the late ranks
+    else:
+        time.sleep(0.5)
+        blocker = dist.all_reduce(torch.ones(4), async_op=True)
+    works, expected = [], []
+    for n in (1000, 1 << 21):  # heap memory, reused at once; and an mmap'd block, unmapped at once
+        out = torch.empty(n * world)
+        works.append(dist.all_gather_into_tensor(out, torch.full((n,), rank + 1.0), async_op=True))
+        expected.append((out, torch.arange(1.0, world + 1).repeat_interleave(n), f"all_gather_into_tensor of {n}"))
+        out = torch.empty(n)
+        works.append(dist.reduce_scatter_tensor(out, torch.full((n * world,), rank + 1.0), async_op=True))
+        expected.append((out, torch.full((n,), world * (world + 1) / 2), f"reduce_scatter_tensor of {n}"))
+        out = torch.empty(n * world)
+        works.append(dist.all_to_all_single(out, torch.full((n * world,), rank + 1.0), async_op=True))
+        expected.append((out, torch.arange(1.0, world + 1).repeat_interleave(n), f"all_to_all_single of {n}"))
+    for n in (1000, 1 << 21):  # last: the ranks beyond 1 make no sends and receives
+        if rank < 2:
+            out = torch.empty(n)
+            works.append(dist.isend(torch.full((n,), rank + 1.0), 1 - rank))
+            works.append(dist.irecv(out, 1 - rank))
+            expected.append((out, torch.full((n,), 2.0 - rank), f"isend/irecv of {n}"))
+    garbage = [torch.full((n * world,), -7.0) for n in (1000, 1 << 21) for _ in range(4)]  # where the inputs were
+    blocker.wait()
+    for w in works:
+        w.wait()
+    del garbage
+    for got, want, what in expected:
+        check(got, want, what + " with the input dropped")
+
+
 def errors(rank, world):
     import torch.distributed as dist
 
@@ -394,6 +433,10 @@ class Collectives(unittest.TestCase):
     def test_point_to_point_barrier_and_coalescing(self):
         for world in (2, 3):
             run_ranks(world, point_to_point)
+
+    def test_inputs_dropped_after_an_async_call(self):
+        for world in (2, 3):
+            run_ranks(world, dropped_inputs, timeout=120, timeout_s=60)
 
     def test_bad_arguments_raise_clear_errors(self):
         run_ranks(2, errors)

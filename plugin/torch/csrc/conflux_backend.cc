@@ -272,9 +272,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupConflux::issue(c10d::OpType type, con
     queue_->runInline([&] { runStep(work, step, cuda, device, /*deferred=*/false); });
     return work;
   }
+  // The caller may drop its tensors as soon as this returns (FSDP2 all-gathers a padded temporary):
+  // the queued call holds every tensor it reads or writes until it has run.
   CallQueue::Call call;
   if (!p2p) {
-    call.run = [this, work, step = std::move(step)] { runStep(work, step, false, -1, /*deferred=*/true); };
+    call.run = [this, work, step = std::move(step), held = touched] {
+      runStep(work, step, false, -1, /*deferred=*/true);
+    };
     queue_->enqueue(std::move(call));
     return work;
   }
@@ -285,7 +289,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupConflux::issue(c10d::OpType type, con
     const cfxResult_t r = issueCalls(nullptr);
     if (r != cfxSuccess) *ownError = failure(title, r);
   };
-  call.finish = [work, done = std::move(step.done), ownError](const std::string& batchError) {
+  call.finish = [work, done = std::move(step.done), ownError, held = touched](const std::string& batchError) {
     const std::string error = ownError->empty() ? batchError : *ownError;
     at::launch([work, done, error] {  // off the worker: see runStep
       const std::exception_ptr e = error.empty() ? nullptr : ConfluxWork::backendError(error);
