@@ -33,7 +33,7 @@ struct CostParams {
   double reduceRate = 8e9;     ///< bytes per second one rank reduces (two inputs into one output)
   bool fusedReduce = false;    ///< reductions overlap the transfers (GPU kernels reduce as they copy): free
   int nicsPerNode = 1;         ///< NICs a node's ranks drive (rails); min(L, this) run in parallel
-  uint64_t chunkBytes = 1 << 20;  ///< pipelining chunk of the message-passing plans
+  uint64_t chunkBytes = kPipelineChunkBytes;  ///< pipelining chunk of the message-passing plans
   std::string source = "defaults";  ///< where the numbers came from ("probe", a file, "defaults")
 };
 

@@ -107,6 +107,10 @@ struct NodeLayout {
   static NodeLayout fromNodeOf(const std::vector<std::string>& hostOfRank);
 };
 
+/// The pipelining chunk of the message-passing plans: the one default the communicator, the plans and
+/// the cost model share.
+inline constexpr uint64_t kPipelineChunkBytes = uint64_t{1} << 20;
+
 /// What an algorithm needs to know to build one rank's plan.
 struct PlanParams {
   Collective coll = Collective::AllReduce;
@@ -118,9 +122,12 @@ struct PlanParams {
   uint32_t eltSize = 4;
   int root = 0;                     ///< Reduce and broadcast.
   uint64_t stagingBytes = 0;        ///< Staging bytes a plan may use per rank (direct algorithms chunk to fit).
-  uint64_t chunkBytes = 1u << 20;   ///< Pipelining granularity for message-passing algorithms.
+  uint64_t chunkBytes = kPipelineChunkBytes;  ///< Pipelining granularity for message-passing algorithms.
   /// Ranks per node (hierarchical algorithms); null: all ranks on one node. Shared, never copied per call.
   std::shared_ptr<const NodeLayout> layout;
+
+  /// Field by field (the layout by identity): the plan cache's key, kept whole as the struct grows.
+  bool operator==(const PlanParams&) const = default;
 };
 
 /// Byte sizes of the caller's buffers for a collective (recv may be unused on some ranks).

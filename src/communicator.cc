@@ -38,12 +38,6 @@ std::vector<uint8_t> toBytes(const PeerInfo& info) {
   return v;
 }
 
-bool samePlanParams(const PlanParams& a, const PlanParams& b) {
-  return a.coll == b.coll && a.nranks == b.nranks && a.rank == b.rank && a.count == b.count &&
-         a.eltSize == b.eltSize && a.root == b.root && a.stagingBytes == b.stagingBytes &&
-         a.chunkBytes == b.chunkBytes && a.layout == b.layout;
-}
-
 /// The executor's view of a call; `scalar` is the PreMulSum scalar in host memory (null otherwise).
 ExecCall execCallOf(const CallArgs& a, const void* scalar) {
   ExecCall call;
@@ -259,7 +253,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
 
 const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& p, uint64_t bytes, bool peerBuffers) {
   for (auto it = planCache_.begin(); it != planCache_.end(); ++it) {
-    if (it->peerBuffers == peerBuffers && samePlanParams(it->params, p)) {
+    if (it->peerBuffers == peerBuffers && it->params == p) {
       planCache_.splice(planCache_.begin(), planCache_, it);
       return planCache_.front();
     }

@@ -151,7 +151,7 @@ class CommunicatorImpl {
   uint64_t eagerBytes_ = 0;          // largest per-rank input sent eagerly (0: never)
   uint64_t stagingEpoch_ = 0;
   uint64_t stagingBytes_ = 0;
-  uint64_t chunkBytes_ = 1 << 20;
+  uint64_t chunkBytes_ = kPipelineChunkBytes;
   std::vector<std::byte> scratch_;
   ExecWorkspace work_;
 

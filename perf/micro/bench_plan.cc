@@ -65,7 +65,7 @@ PlanParams paramsFor(Collective c, int nranks, int rank, uint64_t count, uint64_
   p.eltSize = 4;
   p.root = 0;
   p.stagingBytes = stagingBytes;
-  p.chunkBytes = 1u << 20;
+  p.chunkBytes = conflux::kPipelineChunkBytes;
   return p;
 }
 
