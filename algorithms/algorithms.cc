@@ -1,7 +1,8 @@
 // The algorithm registry: names, support matrix, parameter validation and dispatch.
 #include "algorithms/algorithms.h"
 
-#include <array>
+#include <initializer_list>
+#include <iterator>
 #include <string>
 
 #include "algorithms/schedule.h"
@@ -18,36 +19,68 @@ void unsupported(const std::string& algo, Collective c) {
 
 namespace {
 
-constexpr std::array<Algo, kNumAlgos> kAllAlgos = {
-    Algo::Ring,    Algo::RecHalvingDoubling, Algo::BinomialTree, Algo::DoubleBinaryTree,
-    Algo::OneShot, Algo::TwoShot,            Algo::Pairwise,     Algo::Direct,
-    Algo::Hierarchical, Algo::HierarchicalRhd, Algo::HierarchicalDbtree,
+using C = Collective;
+
+constexpr uint32_t bits(std::initializer_list<Collective> cs) {
+  uint32_t m = 0;
+  for (Collective c : cs) m |= 1u << static_cast<unsigned>(c);
+  return m;
+}
+constexpr uint32_t kEveryCollectiveButSendRecv = bits({C::AllReduce, C::Reduce, C::Broadcast, C::AllGather,
+                                                       C::ReduceScatter, C::AllToAll});
+
+/// One algorithm: everything the library knows of it, in one row (adding an algorithm adds a row here
+/// and its cost in cost_model.cc).
+struct Entry {
+  Algo algo;
+  std::string_view name;
+  uint32_t collectives;  ///< bit (1 << Collective) per collective it builds plans for
+  bool staging;          ///< its plans use peer-visible staging memory (one node only)
+  bool peerBuffers;      ///< its plans read and write the peers' own buffers (library-allocated memory)
+  Plan (*build)(const PlanParams&);
 };
 
-bool supportsCollective(Algo a, Collective c) {
-  using C = Collective;
-  switch (a) {
-    case Algo::Ring:
-      return c == C::AllReduce || c == C::ReduceScatter || c == C::AllGather || c == C::Broadcast ||
-             c == C::Reduce;
-    case Algo::RecHalvingDoubling:
-    case Algo::TwoShot:
-      return c == C::AllReduce || c == C::ReduceScatter || c == C::AllGather;
-    case Algo::BinomialTree:
-    case Algo::DoubleBinaryTree:
-      return c == C::AllReduce || c == C::Broadcast || c == C::Reduce;
-    case Algo::OneShot:
-    case Algo::Direct:
-      return c != C::SendRecv;
-    case Algo::Pairwise:
-      return c == C::AllToAll;
-    case Algo::Hierarchical:
-      return c == C::AllReduce || c == C::AllGather || c == C::ReduceScatter || c == C::Broadcast;
-    case Algo::HierarchicalRhd:
-    case Algo::HierarchicalDbtree:
-      return c == C::AllReduce;
+// In Algo order (checked below), which is also the order algosFor lists them in.
+constexpr Entry kRegistry[] = {
+    {Algo::Ring, "ring", bits({C::AllReduce, C::ReduceScatter, C::AllGather, C::Broadcast, C::Reduce}), false, false,
+     sched::buildRing},
+    {Algo::RecHalvingDoubling, "rhd", bits({C::AllReduce, C::ReduceScatter, C::AllGather}), false, false,
+     sched::buildRecHalvingDoubling},
+    {Algo::BinomialTree, "tree", bits({C::AllReduce, C::Broadcast, C::Reduce}), false, false,
+     sched::buildBinomialTree},
+    {Algo::DoubleBinaryTree, "dbtree", bits({C::AllReduce, C::Broadcast, C::Reduce}), false, false,
+     sched::buildDoubleBinaryTree},
+    {Algo::OneShot, "oneshot", kEveryCollectiveButSendRecv, true, false,
+     [](const PlanParams& p) { return sched::buildOneShot(p, "oneshot"); }},
+    {Algo::TwoShot, "twoshot", bits({C::AllReduce, C::ReduceScatter, C::AllGather}), true, false,
+     sched::buildTwoShot},
+    {Algo::Pairwise, "pairwise", bits({C::AllToAll}), false, false, sched::buildPairwise},
+    {Algo::Direct, "direct", kEveryCollectiveButSendRecv, false, true, sched::buildDirect},
+    {Algo::Hierarchical, "hier", bits({C::AllReduce, C::AllGather, C::ReduceScatter, C::Broadcast}), false, false,
+     [](const PlanParams& p) { return sched::buildHierarchical(p, Algo::Ring); }},
+    {Algo::HierarchicalRhd, "hier_rhd", bits({C::AllReduce}), false, false,
+     [](const PlanParams& p) { return sched::buildHierarchical(p, Algo::RecHalvingDoubling); }},
+    {Algo::HierarchicalDbtree, "hier_dbtree", bits({C::AllReduce}), false, false,
+     [](const PlanParams& p) { return sched::buildHierarchical(p, Algo::DoubleBinaryTree); }},
+};
+static_assert(std::size(kRegistry) == kNumAlgos, "one registry row per Algo");
+
+constexpr bool inAlgoOrder() {
+  for (size_t i = 0; i < std::size(kRegistry); ++i) {
+    if (static_cast<size_t>(kRegistry[i].algo) != i) return false;
   }
-  return false;
+  return true;
+}
+static_assert(inAlgoOrder(), "registry rows in Algo order: entry(a) indexes by the enum");
+
+const Entry* entry(Algo a) {
+  const auto i = static_cast<size_t>(a);
+  return i < std::size(kRegistry) ? &kRegistry[i] : nullptr;
+}
+
+bool supportsCollective(Algo a, Collective c) {
+  const Entry* e = entry(a);
+  return e != nullptr && c != Collective::SendRecv && (e->collectives >> static_cast<unsigned>(c) & 1u) != 0;
 }
 
 void validate(Algo a, const PlanParams& p) {
@@ -67,39 +100,33 @@ void validate(Algo a, const PlanParams& p) {
 }  // namespace
 
 std::string_view algoName(Algo a) {
-  switch (a) {
-    case Algo::Ring: return "ring";
-    case Algo::RecHalvingDoubling: return "rhd";
-    case Algo::BinomialTree: return "tree";
-    case Algo::DoubleBinaryTree: return "dbtree";
-    case Algo::OneShot: return "oneshot";
-    case Algo::TwoShot: return "twoshot";
-    case Algo::Pairwise: return "pairwise";
-    case Algo::Direct: return "direct";
-    case Algo::Hierarchical: return "hier";
-    case Algo::HierarchicalRhd: return "hier_rhd";
-    case Algo::HierarchicalDbtree: return "hier_dbtree";
-  }
-  return "unknown";
+  const Entry* e = entry(a);
+  return e != nullptr ? e->name : "unknown";
 }
 
 std::optional<Algo> parseAlgo(std::string_view name) {
-  for (Algo a : kAllAlgos) {
-    if (algoName(a) == name) return a;
+  for (const Entry& e : kRegistry) {
+    if (e.name == name) return e.algo;
   }
   return std::nullopt;
 }
 
 bool algoSupports(Algo a, Collective c, int nranks) { return nranks >= 1 && supportsCollective(a, c); }
 
-bool algoUsesStaging(Algo a) { return a == Algo::OneShot || a == Algo::TwoShot; }
+bool algoUsesStaging(Algo a) {
+  const Entry* e = entry(a);
+  return e != nullptr && e->staging;
+}
 
-bool algoUsesPeerBuffers(Algo a) { return a == Algo::Direct; }
+bool algoUsesPeerBuffers(Algo a) {
+  const Entry* e = entry(a);
+  return e != nullptr && e->peerBuffers;
+}
 
 std::vector<Algo> algosFor(Collective c) {
   std::vector<Algo> out;
-  for (Algo a : kAllAlgos) {
-    if (supportsCollective(a, c)) out.push_back(a);
+  for (const Entry& e : kRegistry) {
+    if (supportsCollective(e.algo, c)) out.push_back(e.algo);
   }
   return out;
 }
@@ -107,20 +134,7 @@ std::vector<Algo> algosFor(Collective c) {
 Plan buildPlan(Algo a, const PlanParams& p) {
   if (!supportsCollective(a, p.coll)) sched::unsupported(std::string(algoName(a)), p.coll);
   validate(a, p);
-  switch (a) {
-    case Algo::Ring: return sched::buildRing(p);
-    case Algo::RecHalvingDoubling: return sched::buildRecHalvingDoubling(p);
-    case Algo::BinomialTree: return sched::buildBinomialTree(p);
-    case Algo::DoubleBinaryTree: return sched::buildDoubleBinaryTree(p);
-    case Algo::OneShot: return sched::buildOneShot(p, "oneshot");
-    case Algo::TwoShot: return sched::buildTwoShot(p);
-    case Algo::Pairwise: return sched::buildPairwise(p);
-    case Algo::Direct: return sched::buildDirect(p);
-    case Algo::Hierarchical: return sched::buildHierarchical(p, Algo::Ring);
-    case Algo::HierarchicalRhd: return sched::buildHierarchical(p, Algo::RecHalvingDoubling);
-    case Algo::HierarchicalDbtree: return sched::buildHierarchical(p, Algo::DoubleBinaryTree);
-  }
-  sched::unsupported(std::string(algoName(a)), p.coll);
+  return entry(a)->build(p);
 }
 
 }  // namespace conflux
