@@ -10,11 +10,6 @@
 
 #if __has_include(<nccl.h>)
 #include <nccl.h>
-namespace cfxabi = conflux::plugin::abi;
-static_assert(int(ncclSuccess) == cfxabi::kSuccess && int(ncclUnhandledCudaError) == cfxabi::kUnhandledCudaError &&
-              int(ncclSystemError) == cfxabi::kSystemError && int(ncclInternalError) == cfxabi::kInternalError &&
-              int(ncclInvalidArgument) == cfxabi::kInvalidArgument && int(ncclInvalidUsage) == cfxabi::kInvalidUsage &&
-              int(ncclRemoteError) == cfxabi::kRemoteError && int(ncclInProgress) == cfxabi::kInProgress);
 #define CONFLUX_HAVE_NCCL_H 1
 #endif
 
@@ -75,9 +70,17 @@ TEST(PluginAbi, NoOtherVersionsOrInternals) {
 
 TEST(PluginAbi, ResultCodesAgreeWithInstalledNcclH) {
 #ifdef CONFLUX_HAVE_NCCL_H
-  SUCCEED() << "checked at compile time against nccl.h " << NCCL_MAJOR << "." << NCCL_MINOR;
+  // NCCL reads the codes our plugin returns as its own ncclResult_t.
+  EXPECT_EQ(int(ncclSuccess), abi::kSuccess);
+  EXPECT_EQ(int(ncclUnhandledCudaError), abi::kUnhandledCudaError);
+  EXPECT_EQ(int(ncclSystemError), abi::kSystemError);
+  EXPECT_EQ(int(ncclInternalError), abi::kInternalError);
+  EXPECT_EQ(int(ncclInvalidArgument), abi::kInvalidArgument);
+  EXPECT_EQ(int(ncclInvalidUsage), abi::kInvalidUsage);
+  EXPECT_EQ(int(ncclRemoteError), abi::kRemoteError);
+  EXPECT_EQ(int(ncclInProgress), abi::kInProgress);
 #else
-  GTEST_SKIP() << "no nccl.h installed";
+  GTEST_SKIP() << "no nccl.h installed: the result codes are compared where one is";
 #endif
 }
 

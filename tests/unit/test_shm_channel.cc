@@ -1,5 +1,5 @@
 // Shared-memory channels between real processes: streaming with wrap-around, all pairs at once, and a
-// ping-pong latency measurement (printed, not asserted).
+// ping-pong that spins or sleeps.
 #include <algorithm>
 
 #include "test_shm_util.h"
@@ -139,7 +139,9 @@ TEST(ShmChannel, AllPairsConcurrently) {
   });
 }
 
-TEST(ShmChannel, PingPongLatency) {
+TEST(ShmChannel, PingPongInOrderSpinningOrSleeping) {
+  // Small messages bounced back and forth, each seen by its peer exactly once and in order, whether
+  // the waiter spins first or sleeps at once (latency is conflux-perf's to measure, not a test's).
   TempDir dir;
   const std::string tag = makeTag();
   Ranks ranks(2);
@@ -148,11 +150,9 @@ TEST(ShmChannel, PingPongLatency) {
     const int peer = 1 - rank;
     auto& out = w->sendTo(peer);
     auto& in = w->recvFrom(peer);
-    auto pingPong = [&](int iters, int spin, const char* label) {
-      std::vector<double> rtt;
+    auto pingPong = [&](int iters, int spin) {
       uint64_t msg = 0;
       for (int i = 0; i < iters; ++i) {
-        const double t0 = nowUs();
         if (rank == 0) {
           msg = i;
           SHM_CHECK(out.write(&msg, 8) == 8);
@@ -162,16 +162,10 @@ TEST(ShmChannel, PingPongLatency) {
         in.consume(8);
         SHM_CHECK(msg == static_cast<uint64_t>(i));
         if (rank == 1) SHM_CHECK(out.write(&msg, 8) == 8);
-        rtt.push_back(nowUs() - t0);
-      }
-      if (rank == 0) {
-        std::sort(rtt.begin(), rtt.end());
-        std::printf("[ShmChannel] ping-pong %s: 8 B half round trip median %.2f us, p99 %.2f us (%d iters)\n", label,
-                    rtt[rtt.size() / 2] / 2, rtt[rtt.size() * 99 / 100] / 2, iters);
       }
     };
-    pingPong(5000, 2000, "spin 2000 polls, then sleep");
-    pingPong(1000, 0, "no spin (check, then sleep)");
+    pingPong(5000, 2000);  // spin 2000 polls, then sleep
+    pingPong(1000, 0);     // no spin: check, then sleep
     const uint64_t g = w->barrierArrive();
     SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g); }));
   });
