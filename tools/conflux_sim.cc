@@ -12,6 +12,9 @@
 // time and bus bandwidth of the collective (all-reduce unless --coll says otherwise; busbw as nccl-tests
 // defines it: bytes / time * 2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter, 1 for
 // broadcast) and the one the selector would pick. docs/projections.md compares the output with published NCCL figures.
+#include <getopt.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "algorithms/cost_model.h"
+#include "core/cli_numbers.h"
 #include "core/error.h"
 #include "core/topology/nic_assignment.h"
 #include "core/topology/topology_json.h"
@@ -44,40 +48,60 @@ constexpr GpuLink kGpus[] = {
     {"H200", 450, 1600},
 };
 
+constexpr char kUsage[] =
+    "usage: conflux-sim project --topo FILE.json [--nodes 1,2,4] [--bytes 1G] [--markdown]\n"
+    "       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]\n"
+    "       [--inter-gbytes G (per NIC)] [--ranks-per-node L] [--chunk 4M] [--time (us, not busbw)]\n"
+    "       [--coll allreduce|allgather|reducescatter|broadcast]\n";
+
 [[noreturn]] void usage() {
-  std::fprintf(stderr,
-               "usage: conflux-sim project --topo FILE.json [--nodes 1,2,4] [--bytes 1G] [--markdown]\n"
-               "       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]\n"
-               "       [--inter-gbytes G (per NIC)] [--ranks-per-node L] [--chunk 4M] [--time (us, not busbw)]\n"
-               "       [--coll allreduce|allgather|reducescatter|broadcast]\n");
+  std::fputs(kUsage, stderr);
   std::exit(2);
 }
 
-uint64_t parseBytes(const std::string& s) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  std::string unit = end ? end : "";
-  if (unit == "K") v *= 1024;
-  else if (unit == "M") v *= 1024.0 * 1024;
-  else if (unit == "G") v *= 1024.0 * 1024 * 1024;
-  else if (!unit.empty()) usage();
-  if (!(v > 0)) usage();
-  return uint64_t(v);
+/// A refused command line: says which flag and what it takes, then the usage; exit status 2.
+[[noreturn]] void bad(const std::string& flag, const std::string& value, const char* takes) {
+  std::fprintf(stderr, "conflux-sim: %s: '%s' is not %s\n%s", flag.c_str(), value.c_str(), takes, kUsage);
+  std::exit(2);
 }
 
-std::vector<int> parseList(const std::string& s) {
+std::vector<int> parseList(const std::string& flag, const std::string& s) {
   std::vector<int> out;
   size_t pos = 0;
-  while (pos < s.size()) {
+  while (pos <= s.size()) {
     size_t comma = s.find(',', pos);
     if (comma == std::string::npos) comma = s.size();
-    const int v = std::atoi(s.substr(pos, comma - pos).c_str());
-    if (v < 1) usage();
+    int v = 0;
+    if (!cli::parseInt(s.substr(pos, comma - pos), 1, 1 << 24, &v)) {
+      bad(flag, s, "a list of node counts >= 1, such as 1,2,4");
+    }
     out.push_back(v);
     pos = comma + 1;
   }
   return out;
 }
+
+enum Flag {
+  kTopo = 256, kNodes, kBytes, kMarkdown, kIntraGBytes, kIntraAlpha, kInterAlpha, kReduceGBytes, kInterGBytes,
+  kRanksPerNode, kTime, kChunk, kColl, kHelp,
+};
+const option kOptions[] = {
+    {"topo", required_argument, nullptr, kTopo},
+    {"nodes", required_argument, nullptr, kNodes},
+    {"bytes", required_argument, nullptr, kBytes},
+    {"markdown", no_argument, nullptr, kMarkdown},
+    {"intra-gbytes", required_argument, nullptr, kIntraGBytes},
+    {"intra-alpha-us", required_argument, nullptr, kIntraAlpha},
+    {"inter-alpha-us", required_argument, nullptr, kInterAlpha},
+    {"reduce-gbytes", required_argument, nullptr, kReduceGBytes},
+    {"inter-gbytes", required_argument, nullptr, kInterGBytes},
+    {"ranks-per-node", required_argument, nullptr, kRanksPerNode},
+    {"time", no_argument, nullptr, kTime},
+    {"chunk", required_argument, nullptr, kChunk},
+    {"coll", required_argument, nullptr, kColl},
+    {"help", no_argument, nullptr, kHelp},
+    {nullptr, 0, nullptr, 0},
+};
 
 }  // namespace
 
@@ -92,33 +116,62 @@ int main(int argc, char** argv) {
   int ranksOverride = 0;
   bool showTime = false;
   uint64_t chunkBytes = 4 << 20;
-  for (int i = 2; i < argc; ++i) {
-    const std::string k = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage();
-      return argv[++i];
+  // getopt_long sees the subcommand as the program name.
+  opterr = 0;
+  optind = 1;
+  const int subArgc = argc - 1;
+  char** subArgv = argv + 1;
+  for (;;) {
+    int index = -1;
+    const int c = getopt_long(subArgc, subArgv, "+:", kOptions, &index);
+    if (c == -1) break;
+    const std::string flag = index >= 0 ? std::string("--") + kOptions[index].name
+                                        : optind > 0 && optind <= subArgc ? subArgv[optind - 1] : "?";
+    const std::string v = optarg != nullptr ? optarg : "";
+    auto positive = [&](double* out, const char* takes) {
+      if (!cli::parseDouble(v, 0, out) || *out <= 0) bad(flag, v, takes);
     };
-    if (k == "--topo") topoFile = value();
-    else if (k == "--nodes") nodeCounts = parseList(value());
-    else if (k == "--bytes") bytes = parseBytes(value());
-    else if (k == "--markdown") markdown = true;
-    else if (k == "--intra-gbytes") intraGBytes = std::atof(value().c_str());
-    else if (k == "--intra-alpha-us") intraAlphaUs = std::atof(value().c_str());
-    else if (k == "--inter-alpha-us") interAlphaUs = std::atof(value().c_str());
-    else if (k == "--reduce-gbytes") reduceGBytes = std::atof(value().c_str());
-    else if (k == "--inter-gbytes") interGBytes = std::atof(value().c_str());
-    else if (k == "--ranks-per-node") ranksOverride = std::atoi(value().c_str());
-    else if (k == "--time") showTime = true;
-    else if (k == "--chunk") chunkBytes = parseBytes(value());
-    else if (k == "--coll") collName = value();
-    else usage();
+    auto size = [&](uint64_t* out) {
+      if (!cli::parseSize(v, out) || *out == 0) bad(flag, v, "a size > 0 such as 64K, 4M or 1G");
+    };
+    switch (c) {
+      case kTopo: topoFile = v; break;
+      case kNodes: nodeCounts = parseList(flag, v); break;
+      case kBytes: size(&bytes); break;
+      case kMarkdown: markdown = true; break;
+      case kIntraGBytes: positive(&intraGBytes, "a bandwidth in GB/s > 0"); break;
+      case kIntraAlpha: positive(&intraAlphaUs, "a latency in microseconds > 0"); break;
+      case kInterAlpha: positive(&interAlphaUs, "a latency in microseconds > 0"); break;
+      case kReduceGBytes: positive(&reduceGBytes, "a bandwidth in GB/s > 0"); break;
+      case kInterGBytes: positive(&interGBytes, "a bandwidth in GB/s > 0"); break;
+      case kRanksPerNode:
+        if (!cli::parseInt(v, 1, 1 << 16, &ranksOverride)) bad(flag, v, "a number of ranks >= 1");
+        break;
+      case kTime: showTime = true; break;
+      case kChunk: size(&chunkBytes); break;
+      case kColl: collName = v; break;
+      case kHelp: std::fputs(kUsage, stdout); return 0;
+      case ':':
+        std::fprintf(stderr, "conflux-sim: %s needs a value\n%s", flag.c_str(), kUsage);
+        return 2;
+      default:
+        std::fprintf(stderr, "conflux-sim: unknown flag %s\n%s", flag.c_str(), kUsage);
+        return 2;
+    }
   }
-  if (topoFile.empty()) usage();
+  if (optind < subArgc) {
+    std::fprintf(stderr, "conflux-sim: unexpected argument '%s'\n%s", subArgv[optind], kUsage);
+    return 2;
+  }
+  if (topoFile.empty()) {
+    std::fprintf(stderr, "conflux-sim: --topo FILE.json is required\n%s", kUsage);
+    return 2;
+  }
   Collective coll = Collective::AllReduce;
   if (collName == "allgather") coll = Collective::AllGather;
   else if (collName == "reducescatter") coll = Collective::ReduceScatter;
   else if (collName == "broadcast") coll = Collective::Broadcast;
-  else if (collName != "allreduce") usage();
+  else if (collName != "allreduce") bad("--coll", collName, "allreduce, allgather, reducescatter or broadcast");
   try {
     const topo::Machine m = topo::loadFile(topoFile);
     const std::vector<int> rails = topo::railNics(m);

@@ -1,22 +1,13 @@
 // conflux-perf net: parsing and validating its flags.
 #include "net_options.h"
 
-#include <cstdlib>
-
+#include "core/cli_numbers.h"
 #include "options.h"
 
 namespace cfxperf {
-namespace {
 
-bool parseInt(const std::string& text, int lo, int hi, int* out) {
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < lo || v > hi) return false;
-  *out = int(v);
-  return true;
-}
-
-}  // namespace
+using conflux::cli::parseInt;
+using conflux::cli::parseSize;
 
 std::string netUsageText() {
   return "usage: conflux-perf net [--raw] [--plugin PATH]... [flags]\n"

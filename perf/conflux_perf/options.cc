@@ -3,13 +3,15 @@
 
 #include <getopt.h>
 
-#include <cerrno>
 #include <climits>
-#include <cstdlib>
 
+#include "core/cli_numbers.h"
 #include "device_memory.h"
 
 namespace cfxperf {
+
+using conflux::cli::parseInt;
+using conflux::cli::parseSize;
 
 namespace {
 
@@ -50,15 +52,6 @@ const option kLongOptions[] = {
 };
 const char kShortOptions[] = "+:t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:a:R:J:h";
 
-bool parseInt(const char* text, long lo, long hi, int* out) {
-  errno = 0;
-  char* end = nullptr;
-  long v = std::strtol(text, &end, 0);
-  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) return false;
-  *out = static_cast<int>(v);
-  return true;
-}
-
 std::string flagName(int c) {
   for (const option& o : kLongOptions) {
     if (o.name != nullptr && o.val == c) {
@@ -70,24 +63,6 @@ std::string flagName(int c) {
 }
 
 }  // namespace
-
-bool parseSize(const std::string& text, size_t* bytes) {
-  errno = 0;
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || end == text.c_str() || !(v >= 0)) return false;
-  double unit = 1;
-  switch (*end) {
-    case '\0': break;
-    case 'K': case 'k': unit = 1024.0; ++end; break;
-    case 'M': case 'm': unit = 1024.0 * 1024; ++end; break;
-    case 'G': case 'g': unit = 1024.0 * 1024 * 1024; ++end; break;
-    default: return false;
-  }
-  if (*end != '\0' || v * unit > 1e18) return false;
-  *bytes = static_cast<size_t>(v * unit);
-  return true;
-}
 
 bool needsMpi(const Options& opts) { return opts.backend == "mpi" || opts.compare == "mpi"; }
 

@@ -62,7 +62,4 @@ bool needsNccl(const Options& opts);
 /// Exit status of a run that could not measure anything because there is no CUDA device (--memory cuda).
 constexpr int kExitSkipped = 77;
 
-/// Parses a size with an optional K/M/G suffix (powers of 1024), as nccl-tests does. False if invalid.
-bool parseSize(const std::string& text, size_t* bytes);
-
 }  // namespace cfxperf

@@ -7,6 +7,7 @@
 //   conflux-ofi-pingpong --rank 1 --addr 10.200.0.1:5555 --bind 10.200.0.2     (node B)
 //   conflux-ofi-pingpong --local [--min 8] [--max 67108864] [--window 16] [--rails 2] [--rma]
 #include <arpa/inet.h>
+#include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -23,10 +24,12 @@
 #include <thread>
 #include <vector>
 
+#include "core/cli_numbers.h"
 #include "transport/ofi/transport.h"
 
 namespace {
 
+namespace cli = conflux::cli;
 using conflux::ofi::Request;
 using conflux::ofi::Transport;
 
@@ -45,42 +48,79 @@ struct Args {
   bool rma = false;
 };
 
-[[noreturn]] void usage() {
-  std::fprintf(stderr,
-               "usage: conflux-ofi-pingpong (--rank 0|1 --addr HOST:PORT | --local) [--bind ADDR] [--provider P]\n"
-               "       [--min BYTES] [--max BYTES] [--window N] [--rails N] [--chunk BYTES] [--inflight N] [--rma]\n");
+constexpr char kUsage[] =
+    "usage: conflux-ofi-pingpong (--rank 0|1 --addr HOST:PORT | --local) [--bind ADDR] [--provider P]\n"
+    "       [--min BYTES] [--max BYTES] [--window N] [--rails N] [--chunk BYTES] [--inflight N] [--rma]\n";
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr, "conflux-ofi-pingpong: %s\n%s", why.c_str(), kUsage);
   std::exit(2);
 }
 
+[[noreturn]] void bad(const std::string& flag, const std::string& value, const char* takes) {
+  usage(flag + ": '" + value + "' is not " + takes);
+}
+
 Args parse(int argc, char** argv) {
+  enum { kRank = 256, kAddr, kBind, kProvider, kMin, kMax, kWindow, kRails, kChunk, kInflight, kLocal, kRma, kHelp };
+  static const option kOptions[] = {
+      {"rank", required_argument, nullptr, kRank},         {"addr", required_argument, nullptr, kAddr},
+      {"bind", required_argument, nullptr, kBind},         {"provider", required_argument, nullptr, kProvider},
+      {"min", required_argument, nullptr, kMin},           {"max", required_argument, nullptr, kMax},
+      {"window", required_argument, nullptr, kWindow},     {"rails", required_argument, nullptr, kRails},
+      {"chunk", required_argument, nullptr, kChunk},       {"inflight", required_argument, nullptr, kInflight},
+      {"local", no_argument, nullptr, kLocal},             {"rma", no_argument, nullptr, kRma},
+      {"help", no_argument, nullptr, kHelp},               {nullptr, 0, nullptr, 0},
+  };
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage();
-      return argv[++i];
-    };
-    if (k == "--rank") a.rank = std::atoi(value().c_str());
-    else if (k == "--addr") {
-      std::string v = value();
-      auto colon = v.rfind(':');
-      if (colon == std::string::npos) usage();
-      a.host = v.substr(0, colon);
-      a.port = std::atoi(v.c_str() + colon + 1);
-    } else if (k == "--bind") a.bind = value();
-    else if (k == "--provider") a.provider = value();
-    else if (k == "--min") a.minBytes = std::strtoull(value().c_str(), nullptr, 0);
-    else if (k == "--max") a.maxBytes = std::strtoull(value().c_str(), nullptr, 0);
-    else if (k == "--window") a.window = std::atoi(value().c_str());
-    else if (k == "--rails") a.rails = std::atoi(value().c_str());
-    else if (k == "--chunk") a.chunk = std::strtoull(value().c_str(), nullptr, 0);
-    else if (k == "--inflight") a.inflight = std::atoi(value().c_str());
-    else if (k == "--local") a.local = true;
-    else if (k == "--rma") a.rma = true;
-    else usage();
+  opterr = 0;
+  for (;;) {
+    int index = -1;
+    const int c = getopt_long(argc, argv, "+:", kOptions, &index);
+    if (c == -1) break;
+    const std::string flag = index >= 0 ? std::string("--") + kOptions[index].name
+                                        : optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+    const std::string v = optarg != nullptr ? optarg : "";
+    uint64_t bytes = 0;
+    switch (c) {
+      case kRank:
+        if (!cli::parseInt(v, 0, 1, &a.rank)) bad(flag, v, "0 or 1");
+        break;
+      case kAddr: {
+        const auto colon = v.rfind(':');
+        if (colon == std::string::npos || colon == 0 || !cli::parseInt(v.substr(colon + 1), 1, 65535, &a.port)) {
+          bad(flag, v, "HOST:PORT with a port from 1 to 65535");
+        }
+        a.host = v.substr(0, colon);
+        break;
+      }
+      case kBind: a.bind = v; break;
+      case kProvider: a.provider = v; break;
+      case kMin:
+      case kMax:
+      case kChunk:
+        if (!cli::parseSize(v, &bytes) || (c != kChunk && bytes == 0)) bad(flag, v, "a size such as 8, 64K or 32M");
+        (c == kMin ? a.minBytes : c == kMax ? a.maxBytes : a.chunk) = bytes;
+        break;
+      case kWindow:
+        if (!cli::parseInt(v, 1, 1 << 16, &a.window)) bad(flag, v, "a window of 1 to 65536 messages");
+        break;
+      case kRails:
+        if (!cli::parseInt(v, 0, 64, &a.rails)) bad(flag, v, "a number of rails from 0 (one per domain) to 64");
+        break;
+      case kInflight:
+        if (!cli::parseInt(v, 0, 1 << 16, &a.inflight)) bad(flag, v, "a count >= 0 (0: the default)");
+        break;
+      case kLocal: a.local = true; break;
+      case kRma: a.rma = true; break;
+      case kHelp: std::fputs(kUsage, stdout); std::exit(0);
+      case ':': usage(flag + " needs a value");
+      default: usage("unknown flag " + flag);
+    }
   }
-  if (!a.local && (a.rank < 0 || a.rank > 1 || a.port <= 0)) usage();
-  if (a.window < 1) a.window = 1;
+  if (optind < argc) usage(std::string("unexpected argument '") + argv[optind] + "'");
+  if (!a.local && (a.rank < 0 || a.port <= 0)) usage("give --rank and --addr, or --local");
+  if (a.minBytes > a.maxBytes) usage("--min is larger than --max");
   return a;
 }
 

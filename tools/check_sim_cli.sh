@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# conflux-sim's command line: a projection on a fixture prints a row per node count and a choice; every
+# refused flag exits 2 with a message that names it. Usage: check_sim_cli.sh CONFLUX_SIM FIXTURE.json
+set -u
+sim=$1 topo=$2 failed=0
+out=$("$sim" project --topo "$topo" --nodes 1,2,4 --bytes 64M 2>&1)
+rows=$(printf '%s\n' "$out" | grep -cE '^ +[124] +[0-9]+ .* [a-z_]+$')
+if [ "$rows" -ne 3 ]; then echo "FAIL: expected 3 projection rows, got $rows:"; echo "$out"; failed=1; fi
+refuse() {  # refuse NEEDLE ARGS...: exit status 2 and NEEDLE in the message
+  local needle=$1; shift
+  local msg; msg=$("$sim" "$@" 2>&1); local rc=$?
+  if [ $rc -ne 2 ] || ! printf '%s' "$msg" | grep -qF -- "$needle"; then
+    echo "FAIL: conflux-sim $* -> exit $rc, wanted 2 and '$needle' in: $msg"; failed=1
+  fi
+}
+refuse "--bytes: '12X'" project --topo "$topo" --bytes 12X
+refuse "--nodes: '1,,2'" project --topo "$topo" --nodes 1,,2
+refuse "--bytes needs a value" project --topo "$topo" --bytes
+refuse "unknown flag --frob" project --topo "$topo" --frob
+refuse "--coll: 'nope'" project --topo "$topo" --coll nope
+refuse "--ranks-per-node: '0'" project --topo "$topo" --ranks-per-node 0
+refuse "--intra-gbytes: '-3'" project --topo "$topo" --intra-gbytes -3
+refuse "unexpected argument 'extra'" project --topo "$topo" extra
+refuse "--topo FILE.json is required" project
+refuse "usage: conflux-sim project" simulate
+[ $failed -eq 0 ] && echo "conflux-sim command line: ok"
+exit $failed
