@@ -2,8 +2,10 @@
 // ("conflux-perf/1") is documented in docs/perf-suite.md and only grows by new keys.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "results.h"
 
@@ -13,6 +15,7 @@ class JsonReport {
  public:
   /// Checks that @p path can be written (creating or truncating it); throws std::runtime_error if not.
   explicit JsonReport(std::string path);
+  ~JsonReport();
   void begin(const RunInfo& info);
   void row(const RowResult& row);
   void skipped(cfxDataType_t type, const std::string& redop, const std::string& reason);
@@ -22,11 +25,8 @@ class JsonReport {
  private:
   std::string path_;
   std::string startTime_;
-  std::vector<std::string> rows_;     ///< each row already encoded
-  std::vector<std::string> skipped_;  ///< each skipped (type, op) already encoded
+  std::unique_ptr<nlohmann::ordered_json> rows_;     ///< an array: one object per row
+  std::unique_ptr<nlohmann::ordered_json> skipped_;  ///< an array: one object per skipped (type, op)
 };
-
-/// A JSON string literal for @p text (quotes and escapes included).
-std::string jsonQuote(const std::string& text);
 
 }  // namespace cfxperf
