@@ -389,6 +389,38 @@ def dropped_inputs(rank, world):
         check(got, want, what + " with the input dropped")
 
 
+def packed_in_queue_order(rank, world):
+    """Calls that pack their inputs into a temporary (reduce_scatter from separate tensors,
+    all_gather_coalesced, in-place all_to_all_single) pack them after the calls queued before them have
+    written them: here every input is first all-reduced asynchronously, and rank 0 queues everything
+    while the others are still asleep."""
+    import time
+
+    import torch.distributed as dist
+
+    if rank != 0:
+        time.sleep(0.5)
+    n = 1000
+    works = []
+    xs = [torch.ones(n) for _ in range(world)]
+    works += [dist.all_reduce(x, async_op=True) for x in xs]  # each becomes world
+    scattered = torch.empty(n)
+    works.append(dist.reduce_scatter(scattered, xs, async_op=True))
+    a = torch.ones(n * world)
+    works.append(dist.all_reduce(a, async_op=True))
+    works.append(dist.all_to_all_single(a, a, async_op=True))  # in place
+    g = torch.ones(3)
+    works.append(dist.all_reduce(g, async_op=True))
+    gathered = [[torch.empty(3)] for _ in range(world)]
+    works.append(dist.all_gather_coalesced(gathered, [g], async_op=True))
+    for w in works:
+        w.wait()
+    check(scattered, torch.full((n,), float(world * world)), "reduce_scatter of inputs written by queued calls")
+    check(a, torch.full((n * world,), float(world)), "in-place all_to_all_single after a queued all_reduce")
+    for r in range(world):
+        check(gathered[r][0], torch.full((3,), float(world)), "all_gather_coalesced after a queued all_reduce")
+
+
 def errors(rank, world):
     import torch.distributed as dist
 
@@ -437,6 +469,10 @@ class Collectives(unittest.TestCase):
     def test_inputs_dropped_after_an_async_call(self):
         for world in (2, 3):
             run_ranks(world, dropped_inputs, timeout=120, timeout_s=60)
+
+    def test_inputs_packed_in_queue_order(self):
+        for world in (2, 3):
+            run_ranks(world, packed_in_queue_order, timeout=120, timeout_s=60)
 
     def test_bad_arguments_raise_clear_errors(self):
         run_ranks(2, errors)

@@ -214,6 +214,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupConflux::endCoalescing() {
   Step step = groupedStep([batch](FirstError& first, cfxStream_t stream) {
     for (const Deferred& d : *batch) first(d.step.issue(stream), d.step.message.get());
   });
+  step.before = [batch] {
+    for (Deferred& d : *batch) {
+      if (d.step.before) d.step.before();
+    }
+  };
   step.after = [batch] {
     for (Deferred& d : *batch) {
       if (d.step.after) d.step.after();
@@ -318,6 +323,7 @@ void ProcessGroupConflux::runStep(const c10::intrusive_ptr<ConfluxWork>& work, c
 #else
     (void)cuda, (void)device;
 #endif
+    if (step.before) step.before();
     const cfxResult_t r = step.issue(stream);
     if (r != cfxSuccess) {
       error = ConfluxWork::backendError(failure(work->title().c_str(), r, step.message ? *step.message : ""));

@@ -91,9 +91,11 @@ class ProcessGroupConflux : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
-  /// One call's Conflux part: `issue` makes the Conflux calls on `stream` (null for CPU tensors) and
-  /// returns the first failure; `after` (optional) runs once they completed or were enqueued (copies
-  /// out of temporaries). Inside a coalesced batch every issue runs in one Conflux group first.
+  /// One call's Conflux part: `before` (optional) runs first, in queue order (copies into temporaries,
+  /// so that they see what calls queued earlier wrote); `issue` makes the Conflux calls on `stream`
+  /// (null for CPU tensors) and returns the first failure; `after` (optional) runs once they completed or
+  /// were enqueued (copies out of temporaries). A coalesced batch runs every `before`, then every issue
+  /// in one Conflux group, then every `after`.
   struct Step {
     std::function<cfxResult_t(cfxStream_t)> issue;
     std::function<void()> after;
@@ -101,6 +103,7 @@ class ProcessGroupConflux : public c10d::Backend {
     /// optional: the message of the first failure, kept by `issue` when later calls overwrite the
     /// thread's last error (a coalesced batch)
     std::shared_ptr<std::string> message;
+    std::function<void()> before;  ///< optional (last, so that {issue, after} initialises the others)
   };
 
  private:

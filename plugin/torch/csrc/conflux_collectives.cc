@@ -196,11 +196,6 @@ Work ProcessGroupConflux::allgather_coalesced(std::vector<std::vector<at::Tensor
   auto gathered = std::make_shared<at::Tensor>(at::empty({total * size_}, bytes));
   touched.push_back(*packed);
   touched.push_back(*gathered);
-  int64_t at = 0;
-  for (const at::Tensor& t : inputs) {  // packed on the caller's thread (and stream), before the call
-    packed->narrow(0, at, t.nbytes()).copy_(t.contiguous().view({-1}).view(at::kByte));
-    at += t.nbytes();
-  }
   cfxComm_t c = comm();
   Step step{[p = *packed, g = *gathered, total, c](cfxStream_t s) {
               return cfxAllGather(p.data_ptr(), g.data_ptr(), static_cast<size_t>(total), cfxUint8, c, s);
@@ -214,6 +209,13 @@ Work ProcessGroupConflux::allgather_coalesced(std::vector<std::vector<at::Tensor
                 }
               }
             }};
+  step.before = [packed, inputs] {  // in queue order: after the calls queued earlier wrote the inputs
+    int64_t at = 0;
+    for (const at::Tensor& t : inputs) {
+      packed->narrow(0, at, t.nbytes()).copy_(t.contiguous().view({-1}).view(at::kByte));
+      at += t.nbytes();
+    }
+  };
   return issue(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", touched, flatOuts, opts.asyncOp, opts.timeout,
                std::move(step));
 }
@@ -330,18 +332,26 @@ Work ProcessGroupConflux::reduce_scatter(std::vector<at::Tensor>& outputs, std::
   cfxComm_t c = comm();
   if (even) {
     // One call on the inputs as one buffer: they are one already (and the output lies apart from it, or
-    // is this rank's block: Conflux's in-place form), or are packed into one (on the caller's thread and
-    // stream). The step holds the packed tensor until the call is over.
+    // is this rank's block: Conflux's in-place form), or are packed into one right before the call (in
+    // queue order, on the caller's stream for CUDA). The step holds the packed tensor until it is over.
     const size_t bytes = static_cast<size_t>(ins[0].nbytes());
     const char* base = static_cast<const char*>(ins[0].data_ptr());
     const char* o = static_cast<const char*>(out.data_ptr());
     const bool apart = o == base + static_cast<size_t>(rank_) * bytes || o + out.nbytes() <= base ||
                        o >= base + static_cast<size_t>(size_) * bytes;
-    const at::Tensor packed = apart && backToBack(ins, bytes) ? ins[0] : at::cat(ins).view({-1});
+    const bool direct = apart && backToBack(ins, bytes);
+    const at::Tensor packed = direct ? ins[0] : at::empty({static_cast<int64_t>(ins.size()) * ins[0].numel()},
+                                                          ins[0].options());
     touched.push_back(packed);
     Step step{[packed, dst, op, c](cfxStream_t s) {
       return cfxReduceScatter(packed.data_ptr(), dst.data, dst.count, dst.type, op.op, c, s);
     }};
+    if (!direct) {
+      step.before = [packed, ins] {
+        const int64_t n = ins[0].numel();
+        for (size_t q = 0; q < ins.size(); ++q) packed.narrow(0, static_cast<int64_t>(q) * n, n).copy_(ins[q].view({-1}));
+      };
+    }
     return issue(c10d::OpType::REDUCE_SCATTER, "reduce_scatter", touched, outputs, opts.asyncOp, opts.timeout,
                  std::move(step));
   }
@@ -410,10 +420,12 @@ Work ProcessGroupConflux::all_to_all_single(at::Tensor& output, at::Tensor& inpu
   // which the step holds until the call is over.
   at::Tensor source = input;
   Buffer from = src;
+  std::function<void()> copyIn;
   if (input.numel() > 0 && input.data_ptr() == output.data_ptr()) {
-    source = input.clone();
+    source = at::empty_like(input);
     from = movedBuffer(source, "all_to_all_single input");
     touched.push_back(source);
+    copyIn = [source, input]() mutable { source.copy_(input); };  // in queue order, right before the call
   }
   if (outputSplits.empty() && inputSplits.empty()) {
     TORCH_CHECK(src.count % static_cast<size_t>(size_) == 0 && dst.count == src.count,
@@ -421,6 +433,7 @@ Work ProcessGroupConflux::all_to_all_single(at::Tensor& output, at::Tensor& inpu
     Step step{[source, from, dst, n = size_, c](cfxStream_t s) {
       return cfxAllToAll(from.data, dst.data, from.count / static_cast<size_t>(n), from.type, c, s);
     }};
+    step.before = copyIn;
     return issue(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", touched, {output}, opts.asyncOp, opts.timeout,
                  std::move(step));
   }
@@ -457,6 +470,7 @@ Work ProcessGroupConflux::all_to_all_single(at::Tensor& output, at::Tensor& inpu
   Step step{[source, from, dst, sc, sd, rc, rd, c](cfxStream_t s) {
     return cfxAllToAllv(from.data, sc.data(), sd.data(), dst.data, rc.data(), rd.data(), from.type, c, s);
   }};
+  step.before = std::move(copyIn);
   return issue(c10d::OpType::ALLTOALL_BASE, "all_to_all_single", touched, {output}, opts.asyncOp, opts.timeout,
                std::move(step));
 }
