@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
     const std::string flag = index >= 0 ? std::string("--") + kOptions[index].name
                                         : optind > 0 && optind <= subArgc ? subArgv[optind - 1] : "?";
     const std::string v = optarg != nullptr ? optarg : "";
-    auto positive = [&](double* out, const char* takes) {
-      if (!cli::parseDouble(v, 0, out) || *out <= 0) bad(flag, v, takes);
+    auto nonNegative = [&](double* out, const char* takes) {
+      if (!cli::parseDouble(v, 0, out)) bad(flag, v, takes);
     };
     auto size = [&](uint64_t* out) {
       if (!cli::parseSize(v, out) || *out == 0) bad(flag, v, "a size > 0 such as 64K, 4M or 1G");
@@ -139,11 +139,11 @@ int main(int argc, char** argv) {
       case kNodes: nodeCounts = parseList(flag, v); break;
       case kBytes: size(&bytes); break;
       case kMarkdown: markdown = true; break;
-      case kIntraGBytes: positive(&intraGBytes, "a bandwidth in GB/s > 0"); break;
-      case kIntraAlpha: positive(&intraAlphaUs, "a latency in microseconds > 0"); break;
-      case kInterAlpha: positive(&interAlphaUs, "a latency in microseconds > 0"); break;
-      case kReduceGBytes: positive(&reduceGBytes, "a bandwidth in GB/s > 0"); break;
-      case kInterGBytes: positive(&interGBytes, "a bandwidth in GB/s > 0"); break;
+      case kIntraGBytes: nonNegative(&intraGBytes, "a bandwidth in GB/s (0: the default)"); break;
+      case kIntraAlpha: nonNegative(&intraAlphaUs, "a latency in microseconds >= 0"); break;
+      case kInterAlpha: nonNegative(&interAlphaUs, "a latency in microseconds >= 0"); break;
+      case kReduceGBytes: nonNegative(&reduceGBytes, "a bandwidth in GB/s (0: the default)"); break;
+      case kInterGBytes: nonNegative(&interGBytes, "a bandwidth in GB/s (0: the default)"); break;
       case kRanksPerNode:
         if (!cli::parseInt(v, 1, 1 << 16, &ranksOverride)) bad(flag, v, "a number of ranks >= 1");
         break;

@@ -99,7 +99,7 @@ Args parse(int argc, char** argv) {
       case kMin:
       case kMax:
       case kChunk:
-        if (!cli::parseSize(v, &bytes) || (c != kChunk && bytes == 0)) bad(flag, v, "a size such as 8, 64K or 32M");
+        if (!cli::parseSize(v, &bytes)) bad(flag, v, "a size such as 0, 8, 64K or 32M");
         (c == kMin ? a.minBytes : c == kMax ? a.maxBytes : a.chunk) = bytes;
         break;
       case kWindow:
