@@ -5,6 +5,7 @@ if(TARGET conflux_ofi)
             ${CMAKE_CURRENT_LIST_DIR}/test_ofi_transport.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_ofi_rma.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_ofi_failures.cc
+            ${CMAKE_CURRENT_LIST_DIR}/test_ofi_comm_net.cc
     LIBS conflux_ofi
     LABELS unit
     TIMEOUT 120)

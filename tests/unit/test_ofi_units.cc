@@ -12,8 +12,8 @@ using namespace ofitest;
 using namespace conflux::ofi;
 
 TEST(OfiTags, FieldsRoundTrip) {
-  const uint64_t user = makeUserTag(0xabc, 0x1234);
-  EXPECT_EQ(user, 0xabc1234u);
+  const uint64_t user = spaceTag(0x9, makeUserTag(0xabc, 0x234));
+  EXPECT_EQ(user, 0x9abc234u);
   const uint64_t w = wireTag(123456, user, 4095);
   EXPECT_EQ(wireTagSource(w), 123456);
   EXPECT_EQ(wireTagUser(w), user);
@@ -21,7 +21,11 @@ TEST(OfiTags, FieldsRoundTrip) {
   EXPECT_EQ(w >> 60, 0u) << "top 4 bits stay free for providers";
   EXPECT_NE(wireTag(1, user, 0), wireTag(2, user, 0));
   EXPECT_NE(wireTag(1, user, 0), wireTag(1, user, 1));
-  EXPECT_EQ(makeUserTag(0x1abc, 0x11234), makeUserTag(0xabc, 0x1234)) << "fields are truncated, not spilled";
+  EXPECT_EQ(makeUserTag(0x1abc, 0x1234), makeUserTag(0xabc, 0x234)) << "fields are truncated, not spilled";
+  EXPECT_EQ(spaceTag(0x13, makeUserTag(0xfff, 0xfff)), 0x3ffffffu) << "the space is truncated, not spilled";
+  EXPECT_EQ(spaceTag(1, kMaxSpaceTag + 1), spaceTag(1, 0)) << "a tag never reaches into the space bits";
+  EXPECT_NE(spaceTag(1, 5), spaceTag(2, 5));
+  EXPECT_LE(spaceTag(kMaxTagSpaces - 1, kMaxSpaceTag), kMaxUserTag);
 }
 
 TEST(OfiRails, ChunkSizing) {

@@ -1,6 +1,7 @@
 // State of one isend/irecv/iwrite shared by its Request and the rails that carry its chunks.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -26,8 +27,10 @@ struct Op {
   uint32_t railOffset = 0;    ///< chunk c travels on rail (c + railOffset) % rails
   uint32_t completed = 0;     ///< chunks finished
   uint32_t outstanding = 0;   ///< chunks posted to a provider and not yet finished
-  bool failed = false;
-  bool done = false;
+  // Written under the Transport's lock by whichever thread reads the completion; read without it through
+  // Request (done and failed are published after status, so a reader that sees them sees status).
+  std::atomic<bool> failed{false};
+  std::atomic<bool> done{false};
   Status status;
   Clock::time_point start;
   MemoryRegion* mr[kMaxRails] = {};
@@ -47,14 +50,14 @@ struct Op {
   /// Unpins the op's registrations (implemented in memory-aware endpoint.cc).
   void releaseMrs();
   void finish() {
-    done = true;
     releaseMrs();
+    done = true;
   }
   /// Records the first error; the op finishes once no chunk is posted any more.
   void fail(Status s) {
     if (!failed) {
-      failed = true;
       status = std::move(s);
+      failed = true;
     }
     if (outstanding == 0 && !done) finish();
   }

@@ -56,32 +56,35 @@ void Rail::handleCqError() {
   failSlot(slot, Status(code, std::move(msg)));
 }
 
-void blockOnRails(const std::vector<std::unique_ptr<Rail>>& rails, Deadline until) {
-  pollfd fds[kMaxRails];
-  nfds_t n = 0;
-  bool allHaveFd = true;
+bool armRails(const std::vector<std::unique_ptr<Rail>>& rails, SleepSet& set) {
+  set.count = 0;
+  set.allRailsHaveFd = true;
   for (const auto& rail : rails) {
     if (rail->waitFd() < 0) {
-      allHaveFd = false;
+      set.allRailsHaveFd = false;
       continue;
     }
     fid* cq = rail->cqFid();
     const int rc = fi_trywait(rail->fabric(), &cq, 1);
-    if (rc == -FI_EAGAIN) return;  // completions may be pending: progress instead of sleeping
+    if (rc == -FI_EAGAIN) return false;  // completions may be pending: progress instead of sleeping
     if (rc != FI_SUCCESS) {
-      allHaveFd = false;
+      set.allRailsHaveFd = false;
       continue;
     }
-    fds[n++] = pollfd{rail->waitFd(), POLLIN, 0};
+    set.fds[set.count++] = pollfd{rail->waitFd(), POLLIN, 0};
   }
+  return true;
+}
+
+void sleepOn(SleepSet& set, Deadline until) {
   const auto now = Clock::now();
   auto limit = now + std::chrono::milliseconds(50);
-  if (!allHaveFd) limit = now + std::chrono::microseconds(200);
+  if (!set.allRailsHaveFd) limit = now + std::chrono::microseconds(200);
   until = std::min(until, limit);
   if (until <= now) return;
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(until - now).count();
   timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
-  if (::ppoll(n ? fds : nullptr, n, &ts, nullptr) < 0 && errno != EINTR) {
+  if (::ppoll(set.count ? set.fds : nullptr, set.count, &ts, nullptr) < 0 && errno != EINTR) {
     CFX_WARN(kNet, "ofi: ppoll on completion queue wait objects failed: errno %d", errno);
   }
 }

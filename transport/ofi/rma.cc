@@ -66,6 +66,7 @@ ssize_t Rail::writeChunk(const detail::Op& op, uint32_t chunk, void* buf, size_t
 }
 
 Status Transport::exposeMemory(void* ptr, size_t bytes, RemoteKey* key) {
+  std::lock_guard lock(mutex_);
   const std::string what = "ofi rank " + std::to_string(rank_) + ": exposeMemory";
   if (caps_.rmaWrites == RmaVisibility::None) return Status(Code::InvalidUsage, what + ": " + caps_.rmaUnavailable);
   if (ptr == nullptr || bytes == 0 || key == nullptr) {
@@ -98,6 +99,7 @@ Status Transport::exposeMemory(void* ptr, size_t bytes, RemoteKey* key) {
 }
 
 Status Transport::unexposeMemory(const RemoteKey& key) {
+  std::lock_guard lock(mutex_);
   const std::string what = "ofi rank " + std::to_string(rank_) + ": unexposeMemory";
   if (!key.valid() || key.owner != rank_) {
     return Status(Code::InvalidArgument, what + ": the key is not from this rank's exposeMemory");
@@ -141,6 +143,7 @@ Status checkWrite(const Capabilities& caps, int nranks, int rails, int peer, con
 }  // namespace
 
 Request Transport::iwrite(int peer, const void* src, size_t bytes, const RemoteKey& dst, size_t dstOffset) {
+  std::lock_guard lock(mutex_);
   auto op = std::make_shared<detail::Op>();
   op->send = true;
   op->write = true;

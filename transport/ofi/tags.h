@@ -2,11 +2,17 @@
 //
 //   63..60  reserved, always 0 (some providers keep the top bits for themselves)
 //   59..40  source rank (20 bits): receives match on it even where the provider lacks FI_DIRECTED_RECV
-//   39..12  user tag (28 bits), by convention (communicator id: 12 bits, sequence: 16 bits)
+//   39..12  user tag (28 bits): tag space (4 bits, see below), then 24 bits the caller chooses; by
+//           convention a message id (12 bits) and a call sequence number (12 bits), see makeUserTag
 //   11..0   chunk index of a large message (12 bits; the chunk size grows so that no message needs more)
 //
 // Receives match exactly (ignore bits 0), so two messages differ in tag unless they have the same source,
 // user tag and chunk; those are matched in the order they were posted on both sides.
+//
+// Tag spaces let several communicators share one Transport (cfxCommSplit children reuse their parent's
+// endpoints): each communicator sending through a shared Transport owns one of 16 spaces, the same on
+// all its ranks, and a CommNet puts it in the top 4 bits of every user tag it posts. Space 0 is the
+// communicator that opened the Transport.
 #pragma once
 
 #include <cstdint>
@@ -20,9 +26,29 @@ inline constexpr uint32_t kMaxChunks = 1u << kChunkBits;
 inline constexpr uint64_t kMaxUserTag = (uint64_t{1} << kUserTagBits) - 1;
 inline constexpr int kMaxRanks = 1 << kRankBits;
 
-/// User tag from a communicator id (low 12 bits kept) and a sequence number (low 16 bits kept).
-constexpr uint64_t makeUserTag(uint32_t commId, uint32_t seq) {
-  return (uint64_t(commId & 0xfffu) << 16) | (seq & 0xffffu);
+inline constexpr int kTagSpaceBits = 4;
+inline constexpr int kMaxTagSpaces = 1 << kTagSpaceBits;
+inline constexpr int kSpaceTagBits = kUserTagBits - kTagSpaceBits;
+/// The largest tag a communicator passes to a CommNet (the space takes the bits above it).
+inline constexpr uint64_t kMaxSpaceTag = (uint64_t{1} << kSpaceTagBits) - 1;
+
+/// A tag within a space from a message id (low 12 bits kept) and a sequence number (low 12 bits kept).
+constexpr uint64_t makeUserTag(uint32_t id, uint32_t seq) {
+  return (uint64_t(id & 0xfffu) << 12) | (seq & 0xfffu);
+}
+
+/// A collective's message: its number among the call's messages with that peer in that direction (low 11
+/// bits kept) and the call's number (low 12 bits kept). Bit 23 stays clear: it marks point-to-point.
+constexpr uint64_t collectiveTag(uint32_t message, uint32_t call) { return makeUserTag(message & 0x7ffu, call); }
+
+inline constexpr uint64_t kP2pTagBit = uint64_t{1} << (kSpaceTagBits - 1);
+/// A point-to-point message: bit 23, then its number among all point-to-point messages between the pair in
+/// that direction (low 23 bits kept), so that sends and receives match in order across calls and groups.
+constexpr uint64_t p2pTag(uint64_t message) { return kP2pTagBit | (message & (kP2pTagBit - 1)); }
+
+/// The user tag on the Transport of `tag` (<= kMaxSpaceTag) sent in tag space `space`.
+constexpr uint64_t spaceTag(uint32_t space, uint64_t tag) {
+  return (uint64_t(space & (kMaxTagSpaces - 1)) << kSpaceTagBits) | (tag & kMaxSpaceTag);
 }
 
 /// Tag on the wire for chunk `chunk` of a message from `srcRank` with `userTag`.

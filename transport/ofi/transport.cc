@@ -1,8 +1,11 @@
 #include "transport/ofi/transport.h"
 
 #include <rdma/fi_errno.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstring>
 
@@ -22,6 +25,12 @@ Status Request::status() const {
 }
 bool Request::failed() const { return op_ != nullptr && op_->failed; }
 size_t Request::bytes() const { return op_ ? op_->bytes : 0; }
+
+Waiter::Waiter() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  if (fd_ < 0) throw Error(Code::SystemError, "ofi: eventfd for a waiter failed: errno " + std::to_string(errno));
+}
+
+Waiter::~Waiter() { ::close(fd_); }
 
 namespace {
 
@@ -67,12 +76,13 @@ std::vector<std::string> splitList(const std::string& text) {
 
 }  // namespace
 
-Transport::Transport() = default;
+Transport::Transport() : ownWaiter_(std::make_unique<Waiter>()) {}
 
 Transport::~Transport() {
   // End every op on every rail first: an op may hold registrations from several rails' caches.
   for (auto& rail : rails_) rail->abortAll(Status(Code::Aborted, "ofi: transport closed"));
   rails_.clear();
+  kept_.clear();
 }
 
 std::unique_ptr<Transport> Transport::create(const Options& options, const AllGather& allGather) {
@@ -200,6 +210,7 @@ std::unique_ptr<Transport> Transport::create(const Options& options, const AllGa
 }
 
 Request Transport::post(bool send, int peer, uint64_t tag, void* buf, size_t bytes) {
+  std::lock_guard lock(mutex_);
   auto op = std::make_shared<detail::Op>();
   op->send = send;
   op->peer = peer;
@@ -234,14 +245,51 @@ Request Transport::isend(int peer, uint64_t tag, const void* buf, size_t bytes) 
 
 Request Transport::irecv(int peer, uint64_t tag, void* buf, size_t bytes) { return post(false, peer, tag, buf, bytes); }
 
-void Transport::progress() {
-  for (auto& rail : rails_) rail->progress();
+void Transport::progressLocked() {
+  uint64_t read = 0;
+  for (auto& rail : rails_) read += uint64_t(rail->progress());
+  if (read == 0) return;
+  completions_ += read;
+  // Threads asleep in poll may be waiting for exactly these completions.
+  const uint64_t one = 1;
+  for (Waiter* w : sleepers_) {
+    if (::write(w->fd_, &one, sizeof one) < 0 && errno != EAGAIN) {
+      CFX_WARN(kNet, "ofi rank %d: waking a waiter failed: errno %d", rank_, errno);
+    }
+  }
 }
 
-void Transport::poll(Deadline until) {
-  progress();
-  blockOnRails(rails_, until);
-  progress();
+void Transport::progress() {
+  std::lock_guard lock(mutex_);
+  progressLocked();
+}
+
+void Transport::pollLocked(std::unique_lock<std::mutex>& lock, Deadline until, Waiter& waiter) {
+  progressLocked();
+  // Something completed since this waiter last looked (maybe read by another thread): let it check.
+  if (completions_ != waiter.seen_) {
+    waiter.seen_ = completions_;
+    return;
+  }
+  SleepSet set;
+  if (armRails(rails_, set)) {
+    set.fds[set.count++] = pollfd{waiter.fd_, POLLIN, 0};
+    sleepers_.push_back(&waiter);
+    lock.unlock();
+    sleepOn(set, until);
+    lock.lock();
+    sleepers_.erase(std::find(sleepers_.begin(), sleepers_.end(), &waiter));
+    uint64_t drained = 0;
+    while (::read(waiter.fd_, &drained, sizeof drained) > 0) {
+    }
+  }
+  progressLocked();
+  waiter.seen_ = completions_;
+}
+
+void Transport::poll(Deadline until, Waiter* waiter) {
+  std::unique_lock lock(mutex_);
+  pollLocked(lock, until, waiter != nullptr ? *waiter : *ownWaiter_);
 }
 
 bool Transport::test(Request& request) {
@@ -257,19 +305,11 @@ Status Transport::timeoutStatus(const detail::Op& op) const {
                                    (op.write ? " alive and driving progress?)" : " alive and posting?)"));
 }
 
-Status Transport::wait(std::span<Request> requests, Deadline deadline) {
+Status Transport::wait(std::span<Request> requests, Deadline deadline, Waiter* waiter) {
   const Deadline spinUntil = Clock::now() + spin_;
+  // Each step takes the lock on its own, so that other threads driving this Transport get their turn.
   for (;;) {
     bool allDone = true;
-    for (Request& r : requests) {
-      if (!r.done()) {
-        allDone = false;
-        break;
-      }
-    }
-    if (allDone) break;
-    progress();
-    allDone = true;
     for (Request& r : requests) allDone = allDone && r.done();
     if (allDone) break;
     // A failed operation ends the wait at once (its other chunks may still be posted).
@@ -278,11 +318,17 @@ Status Transport::wait(std::span<Request> requests, Deadline deadline) {
     }
     const auto now = Clock::now();
     if (now >= deadline) {
+      std::lock_guard lock(mutex_);
       for (Request& r : requests) {
         if (!r.done()) return timeoutStatus(*r.op_);
       }
+      continue;
     }
-    if (now >= spinUntil) blockOnRails(rails_, deadline);
+    if (now < spinUntil) {
+      progress();
+    } else {
+      poll(deadline, waiter);
+    }
   }
   for (Request& r : requests) {
     if (!r.valid()) return Status(Code::InvalidUsage, "ofi: wait on an empty request");
@@ -296,16 +342,36 @@ MemoryRegion* Transport::registerMemory(const void* ptr, size_t bytes, int rail,
     if (error) *error = Status(Code::InvalidArgument, "ofi: registerMemory needs a buffer, bytes > 0 and a valid rail");
     return nullptr;
   }
+  std::lock_guard lock(mutex_);
   return rails_[size_t(rail)]->mrCache().acquire(ptr, bytes, error);
 }
 
 void Transport::release(MemoryRegion* region, int rail) {
+  std::lock_guard lock(mutex_);
   if (rail >= 0 && rail < rails()) rails_[size_t(rail)]->mrCache().release(region);
 }
 
 MrCacheStats Transport::mrCacheStats(int rail) const {
   if (rail < 0 || rail >= rails()) return {};
+  std::lock_guard lock(mutex_);
   return rails_[size_t(rail)]->mrCache().stats();
+}
+
+uint32_t Transport::takeFreeSpaces() {
+  std::lock_guard lock(mutex_);
+  const uint32_t taken = freeSpaces_;
+  freeSpaces_ = 0;
+  return taken;
+}
+
+void Transport::keepUntilClosed(std::shared_ptr<void> what) {
+  std::lock_guard lock(mutex_);
+  kept_.push_back(std::move(what));
+}
+
+void Transport::releaseSpaces(uint32_t mask) {
+  std::lock_guard lock(mutex_);
+  freeSpaces_ |= mask & ~uint32_t{1} & ((uint32_t{1} << kMaxTagSpaces) - 1);
 }
 
 }  // namespace conflux::ofi

@@ -6,15 +6,20 @@
 // queue's wait object, and always ends by a deadline with a Status naming the peer and the operation.
 // See docs/ofi.md.
 //
-// Not thread-safe: one thread drives a Transport (like a communicator's progress thread).
+// Thread-safe: a cfxCommSplit child shares its parent's Transport (each communicator in its own tag
+// space, through a CommNet), and the two may be driven from different threads at once. A lock serialises
+// every libfabric call (the domain is opened FI_THREAD_DOMAIN); a thread that sleeps in poll or wait is
+// woken by whichever thread reads a completion (Waiter).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -113,6 +118,23 @@ struct MrCacheStats {
 
 class Rail;
 
+/// How one thread of control sleeps in Transport::poll and wait while other threads drive the same
+/// Transport: whoever reads a completion wakes every sleeping Waiter through its eventfd, and a Waiter
+/// does not sleep while completions it has not seen since its last poll exist. One per caller that
+/// blocks (a communicator owns one); never used by two threads at once.
+class Waiter {
+ public:
+  Waiter();  ///< throws Error(SystemError) when no eventfd can be made
+  ~Waiter();
+  Waiter(const Waiter&) = delete;
+  Waiter& operator=(const Waiter&) = delete;
+
+ private:
+  friend class Transport;
+  int fd_ = -1;
+  uint64_t seen_ = 0;  ///< the Transport's completion count when this Waiter's last poll returned
+};
+
 class Transport {
  public:
   /// Opens the endpoints (one per rail), exchanges addresses through `allGather`, fills the address
@@ -159,16 +181,18 @@ class Transport {
   bool test(Request& request);
   /// Reads completions and posts queued chunks on every rail, without blocking.
   void progress();
-  /// Progresses, then blocks on the completion queues' wait objects until a completion may be ready or
-  /// `until` passes (at most 50 ms; 200 us sleeps without wait objects), then progresses again. For
-  /// callers that multiplex several operations (the executor) and check their requests themselves.
-  void poll(Deadline until);
+  /// Progresses, then, unless an operation completed since `waiter`'s last poll, blocks on the completion
+  /// queues' wait objects until a completion may be ready, another thread read one, or `until` passes (at
+  /// most 50 ms; 200 us sleeps without wait objects), then progresses again. For callers that multiplex
+  /// several operations (the executor) and check their requests themselves after each poll. Without a
+  /// waiter, the Transport's own (one thread at a time).
+  void poll(Deadline until, Waiter* waiter = nullptr);
 
   /// Waits until every request is done or `deadline` passes: spins CONFLUX_OFI_SPIN_US, then blocks on
   /// the completion queues' wait objects. Returns Ok, the first request error (as soon as any request
   /// fails), or Timeout naming the first unfinished peer and operation. After an error or a Timeout the
   /// unfinished requests stay posted: their buffers stay in use until the Transport is destroyed.
-  Status wait(std::span<Request> requests, Deadline deadline);
+  Status wait(std::span<Request> requests, Deadline deadline, Waiter* waiter = nullptr);
   Status wait(std::span<Request> requests) { return wait(requests, defaultDeadline()); }
   Status wait(Request& request, Deadline deadline) { return wait(std::span<Request>(&request, 1), deadline); }
   Status wait(Request& request) { return wait(request, defaultDeadline()); }
@@ -182,8 +206,20 @@ class Transport {
   void release(MemoryRegion* region, int rail = 0);
   MrCacheStats mrCacheStats(int rail = 0) const;
 
+  /// Takes every tag space (tags.h) no communicator on this rank holds and returns them as a bitmask
+  /// (bit s: space s), so that a split running at the same time on another thread cannot pick the same
+  /// one; the caller gives back what it does not keep. Space 0 belongs to the Transport's creator.
+  uint32_t takeFreeSpaces();
+  /// Gives tag spaces back (bits of `mask`).
+  void releaseSpaces(uint32_t mask);
+  /// Keeps `what` alive until the Transport closes: buffers a communicator that shared this Transport
+  /// leaves behind when its failed call may still have operations posted into them.
+  void keepUntilClosed(std::shared_ptr<void> what);
+
  private:
   Transport();
+  void progressLocked();
+  void pollLocked(std::unique_lock<std::mutex>& lock, Deadline until, Waiter& waiter);
   Request post(bool send, int peer, uint64_t tag, void* buf, size_t bytes);
   /// Cuts a validated op into chunks and queues them on the rails (chunk c on rail (c + offset) % rails).
   void submit(const std::shared_ptr<detail::Op>& op, uint32_t railOffset);
@@ -198,6 +234,13 @@ class Transport {
   std::map<uint32_t, std::vector<MemoryRegion*>> exposed_;  ///< by RemoteKey::id: one region per rail
   uint32_t nextExposure_ = 1;
   uint32_t writes_ = 0;  ///< writes started: spreads the first chunk of small writes over the rails
+
+  mutable std::mutex mutex_;        ///< every member above, the rails and the ops' progress
+  uint64_t completions_ = 0;        ///< completion entries read so far (Waiter::seen_ compares to it)
+  std::vector<Waiter*> sleepers_;   ///< waiters in ppoll: woken when a completion is read
+  uint32_t freeSpaces_ = ~uint32_t{1} & ((uint32_t{1} << kMaxTagSpaces) - 1);
+  std::unique_ptr<Waiter> ownWaiter_;  ///< for poll/wait without a Waiter
+  std::vector<std::shared_ptr<void>> kept_;  ///< keepUntilClosed; freed after the rails close
 };
 
 }  // namespace conflux::ofi

@@ -1,0 +1,64 @@
+// conflux::ofi::CommNet: one communicator's share of a Transport, its ranks and its tag space.
+//
+// The communicator that opens a Transport holds tag space 0 and the identity rank map. A cfxCommSplit
+// child that spans nodes gets a view of its parent's Transport instead of endpoints of its own: a rank map
+// (child rank -> the Transport's rank) and a tag space that is free on every member (tags.h), so the split
+// opens no endpoint and exchanges no address. Parent and child may then be driven from different threads
+// (the Transport is thread-safe); each view has its own Waiter, which is why one view is driven by one
+// thread at a time (a communicator runs one call at a time).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "transport/ofi/tags.h"
+#include "transport/ofi/transport.h"
+
+namespace conflux::ofi {
+
+class CommNet {
+ public:
+  /// The whole of `transport`, in tag space 0.
+  explicit CommNet(std::shared_ptr<Transport> transport);
+  /// A view of `parent`'s Transport for a communicator whose rank r is `parent`'s rank `members[r]`, in
+  /// `space`, which the caller took from this rank's Transport (takeFreeSpaces) and which the view gives
+  /// back when it is destroyed. Throws Error(InvalidArgument) for a rank or space out of range.
+  CommNet(const CommNet& parent, const std::vector<int>& members, int rank, uint32_t space);
+  ~CommNet();
+  CommNet(const CommNet&) = delete;
+  CommNet& operator=(const CommNet&) = delete;
+
+  int rank() const { return rank_; }
+  int nranks() const { return int(ranks_.size()); }
+  /// This communicator's tag space (0 for the Transport's creator).
+  uint32_t space() const { return space_; }
+  Transport& transport() const { return *transport_; }
+  const Capabilities& capabilities() const { return transport_->capabilities(); }
+
+  /// Transport::isend / irecv to the communicator's rank `peer`, with `tag` <= kMaxSpaceTag.
+  Request isend(int peer, uint64_t tag, const void* buf, size_t bytes);
+  Request irecv(int peer, uint64_t tag, void* buf, size_t bytes);
+  void progress() { transport_->progress(); }
+  /// Transport::poll with this view's Waiter.
+  void poll(Deadline until) { transport_->poll(until, &waiter_); }
+  /// Transport::wait with this view's Waiter, by `deadline` (default: the Transport's timeout).
+  Status wait(std::span<Request> requests, Deadline deadline) { return transport_->wait(requests, deadline, &waiter_); }
+  Status wait(std::span<Request> requests) { return wait(requests, transport_->defaultDeadline()); }
+  Status wait(Request& request) { return wait(std::span<Request>(&request, 1)); }
+
+ private:
+  /// The Transport's rank of `peer` (-1 when out of range) and tag (kMaxUserTag + 1 when too large):
+  /// the Transport fails the request, naming the peer and the tag.
+  int transportRank(int peer) const { return peer >= 0 && peer < nranks() ? ranks_[size_t(peer)] : -1; }
+  uint64_t wireUserTag(uint64_t tag) const { return tag <= kMaxSpaceTag ? spaceTag(space_, tag) : kMaxUserTag + 1; }
+
+  std::shared_ptr<Transport> transport_;
+  std::vector<int> ranks_;  ///< communicator rank -> the Transport's rank
+  int rank_ = 0;
+  uint32_t space_ = 0;
+  Waiter waiter_;
+};
+
+}  // namespace conflux::ofi
