@@ -4,9 +4,10 @@
 // It implements the round semantics of plan.h: the communication operations of a round progress together
 // (sends and receives to the same peer in listed order, streamed in pieces so that receivers reduce while
 // senders still write), then the round's local operations run in order. A message to or from another
-// node is posted whole to the ofi transport at the start of its round (the transport chunks it); its tag
-// is the call number and the message's index among this call's messages in that direction with that peer,
-// so both sides match messages in plan order. A RecvReduce from another node lands in a bounce buffer and
+// node is posted whole to the ofi transport at the start of its round (the transport chunks it); a
+// collective's tag is the call number and the message's index among this call's messages in that direction
+// with that peer, so both sides match messages in plan order; a point-to-point message's is its number
+// among all point-to-point messages between the pair in that direction (ofi/tags.h). A RecvReduce from another node lands in a bounce buffer and
 // is reduced when it completes. For PreMulSum every read of the rank's own input is scaled on the way
 // (kernels/cpu/reduce.h PremulFn; a message to another node straight from the input is scaled into a
 // bounce buffer first). A rank that cannot progress spins
@@ -24,7 +25,7 @@
 #include "core/error.h"
 #include "core/types.h"
 #include "kernels/cpu/reduce.h"
-#include "transport/ofi/transport.h"
+#include "transport/ofi/comm_net.h"
 #include "transport/shm/shm_world.h"
 
 namespace conflux {
@@ -48,7 +49,11 @@ struct ExecCall {
   RedOp op = RedOp::Sum;
   int root = 0;
   uint64_t count = 0;
-  uint64_t seq = 0;           ///< 1-based call number on the communicator.
+  /// 1-based number of the collective on the communicator, the same on every rank (argument checks and
+  /// network tags use it). 0 for a point-to-point batch (coll SendRecv), which only some ranks make:
+  /// its messages match by their number between the pair instead (ExecWorkspace::p2pSent).
+  uint64_t seq = 0;
+  uint64_t p2pBatch = 0;      ///< SendRecv: this rank's 1-based batch number (for messages only).
   uint64_t stagingEpoch = 0;  ///< Picks one of the two staging areas (plans using staging only).
   /// PreMulSum: this rank's scalar (one value of dtype, host memory). Every read of this rank's own Send
   /// buffer multiplies by it (Copy, Reduce and RecvReduce sources, Send messages), so the plan itself is a
@@ -68,8 +73,9 @@ struct ExecEnv {
   int yieldCount = 0;             ///< sched_yield() calls before sleeping (oversubscribed nodes).
   bool checkArgs = true;
   const std::atomic<bool>* aborted = nullptr;
-  /// Peers on other nodes (localIndex < 0) are reached through this; null when all ranks are local.
-  ofi::Transport* net = nullptr;
+  /// Peers on other nodes (localIndex < 0) are reached through this communicator's share of a Transport
+  /// (its own, or a split parent's); null when all ranks are local.
+  ofi::CommNet* net = nullptr;
 };
 
 /// Memory the executor reuses from call to call (one per communicator), so that a call allocates nothing.
@@ -88,6 +94,9 @@ struct ExecWorkspace {
   std::vector<ofi::Request> netReqs;
   std::vector<uint64_t> bounceOffset;  // per op of a round: its place in bounce (RecvReduce) or scaledBounce (Send)
   std::vector<uint32_t> netSent, netRecvd;
+  // Point-to-point messages to and from each rank on another node so far, over every batch: the k-th
+  // send from A to B matches B's k-th receive from A, whatever calls or groups they were posted in.
+  std::vector<uint64_t> p2pSent, p2pRecvd;
   std::vector<std::byte> bounce;
   // PreMulSum messages to other nodes straight from the own input: scaled here first (grows, never shrinks).
   std::vector<std::byte> scaledBounce;

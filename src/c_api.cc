@@ -313,6 +313,43 @@ cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* newcomm,
   }, comm);
 }
 
+cfxResult_t cfxCommCreateGroup(cfxComm_t comm, int nranks, const int* ranks, cfxComm_t* newcomm,
+                               const cfxConfig_t* config) {
+  if (newcomm != nullptr) *newcomm = nullptr;
+  return guarded("cfxCommCreateGroup", [&]() -> Status {
+    if (Status s = checkComm(comm); !s) return s;
+    if (newcomm == nullptr) return Status(Code::InvalidArgument, "newcomm is NULL");
+    const int size = comm->impl->nranks(), me = comm->impl->rank();
+    if (nranks < 1 || nranks > size) {
+      return Status(Code::InvalidArgument, "nranks: " + std::to_string(nranks) + " must be 1.." + std::to_string(size));
+    }
+    if (ranks == nullptr) return Status(Code::InvalidArgument, "ranks is NULL");
+    std::vector<int> members(ranks, ranks + nranks);
+    std::vector<char> seen(static_cast<size_t>(size), 0);
+    for (int i = 0; i < nranks; ++i) {
+      const int r = members[static_cast<size_t>(i)];
+      if (r < 0 || r >= size) {
+        return Status(Code::InvalidArgument, "ranks[" + std::to_string(i) + "]: " + std::to_string(r) +
+                                                 " is not a rank of comm (" + std::to_string(size) + " ranks)");
+      }
+      if (seen[static_cast<size_t>(r)]++) {
+        return Status(Code::InvalidArgument, "ranks[" + std::to_string(i) + "]: rank " + std::to_string(r) + " is listed twice");
+      }
+    }
+    if (!seen[static_cast<size_t>(me)]) {
+      return Status(Code::InvalidArgument, "ranks: the calling rank " + std::to_string(me) + " is not listed (only members call it)");
+    }
+    if (group::active()) return Status(Code::InvalidUsage, "cfxCommCreateGroup cannot be called inside a group");
+    CommOptions options;
+    int share = 1;
+    if (Status s = readConfig(config, options, &share); !s) return s;
+    auto c = std::make_unique<cfxComm>();
+    c->impl = comm->impl->createGroup(members, options, share == 1);
+    *newcomm = c.release();
+    return Status::ok();
+  }, comm);
+}
+
 cfxResult_t cfxRedOpCreatePreMulSum(cfxRedOp_t* op, void* scalar, cfxDataType_t datatype,
                                     cfxScalarResidence_t residence, cfxComm_t comm) {
   // The enums as the caller's bits: a value outside the enum is an argument error, not one to load as one.

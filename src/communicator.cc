@@ -20,7 +20,7 @@
 #if CONFLUX_HAVE_OFI
 #include "src/cost_probe.h"
 #include "src/net_rails.h"
-#include "transport/ofi/transport.h"
+#include "transport/ofi/comm_net.h"
 #endif
 
 namespace conflux {
@@ -50,12 +50,6 @@ ExecCall execCallOf(const CallArgs& a, const void* scalar) {
   return call;
 }
 
-/// (color, key) of one rank in cfxCommSplit's exchange.
-struct SplitEntry {
-  int32_t color;
-  int32_t key;
-};
-
 }  // namespace
 
 std::unique_ptr<CommunicatorImpl> CommunicatorImpl::create(const bootstrap::UniqueId& id, int nranks, int rank,
@@ -66,51 +60,16 @@ std::unique_ptr<CommunicatorImpl> CommunicatorImpl::create(const bootstrap::Uniq
   return comm;
 }
 
-std::unique_ptr<CommunicatorImpl> CommunicatorImpl::split(int color, int key, CommOptions options, bool shareCosts) {
-  // 1. Every rank's (color, key), over this communicator.
-  const SplitEntry mine{color < 0 ? -1 : color, key};
-  std::vector<SplitEntry> all(static_cast<size_t>(nranks_));
-  CallArgs g;
-  g.coll = Collective::AllGather;
-  g.send = &mine;
-  g.recv = all.data();
-  g.count = sizeof(SplitEntry);
-  g.dtype = DataType::Uint8;
-  if (Status s = run(g); !s) throw Error(s.code(), "cfxCommSplit: exchanging colors: " + s.message());
-  // 2. This rank's group, ordered by key then by rank here; its first member hosts the new rendezvous.
-  std::vector<int> members;
-  if (mine.color >= 0) {
-    for (int r = 0; r < nranks_; ++r) {
-      if (all[r].color == mine.color) members.push_back(r);
-    }
-    std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[a].key < all[b].key; });
+CommunicatorImpl::~CommunicatorImpl() {
+#if CONFLUX_HAVE_OFI
+  // A failed call may have left receives posted into scratch_ and work_. A child that shares its parent's
+  // endpoints does not close them, so those buffers stay with the Transport until it closes.
+  if (net_ != nullptr && net_->space() != 0 && hasError_.load()) {
+    net_->transport().keepUntilClosed(
+        std::make_shared<std::pair<std::vector<std::byte>, ExecWorkspace>>(std::move(scratch_), std::move(work_)));
   }
-  const bool leader = !members.empty() && members.front() == rank_;
-  // 3. The leaders' unique ids, over this communicator (zeros from everyone else). A group that spans
-  // nodes needs a store the other nodes reach: the leader binds it as a multi-node job would.
-  cfxUniqueId out{};
-  std::shared_ptr<bootstrap::StoreServer> server;
-  bootstrap::UniqueId id;
-  if (leader) {
-    server = bootstrap::StoreServer::startForNewJob(/*allLocal=*/numNodes_ == 1);
-    id = server->uniqueId();
-    out = bootstrap::encode(id);
-  }
-  std::vector<cfxUniqueId> ids(static_cast<size_t>(nranks_));
-  g.send = &out;
-  g.recv = ids.data();
-  g.count = sizeof(cfxUniqueId);
-  if (Status s = run(g); !s) throw Error(s.code(), "cfxCommSplit: exchanging the new communicators' ids: " + s.message());
-  if (members.empty()) return nullptr;
-  if (!leader) id = bootstrap::decode(ids[members.front()]);
-  const int newRank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
-  if (options.timeoutMs < 0) options.timeoutMs = env_.timeoutMs;
-  if (shareCosts && numNodes_ > 1) options.costs = selector_.costParams();
-  CFX_INFO(kInit, "rank %d: split color %d key %d -> rank %d of %zu", rank_, color, key, newRank, members.size());
-  return create(id, static_cast<int>(members.size()), newRank, std::move(server), options);
+#endif
 }
-
-CommunicatorImpl::~CommunicatorImpl() = default;
 
 void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
                             std::shared_ptr<bootstrap::StoreServer> server, const CommOptions& options) {
@@ -175,38 +134,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   stagingBytes_ = world_->stagingBytes();
 
 #if CONFLUX_HAVE_OFI
-  // Ranks on other nodes: libfabric, one Transport per communicator (its own endpoints, so tags need not
-  // name the communicator). Every rank takes part in the address exchange, local peers included.
-  if (numNodes_ > 1) {
-    ofi::Options o;
-    o.rank = rank_;
-    o.nranks = nranks_;
-    // Bind to the bootstrap interface when one is named (CONFLUX_SOCKET_IFNAME) and no address is set:
-    // without it tcp providers may pick an interface the other nodes cannot reach.
-    if (config::getString(config::Var::OFI_ADDR).empty() && !config::getString(config::Var::SOCKET_IFNAME).empty()) {
-      o.localAddress = bootstrap::pickBindHost(false);
-    }
-    // The NICs nearest this rank, when the topology knows them (they override the bind address).
-    o.domains = topologyRailDomains(
-        localRank_, [&](const std::vector<uint8_t>& v) { return boot.allGatherAmong(layout.localRanks, v); },
-        [&](const std::vector<uint8_t>& v) { return boot.allGather(v); });
-    net_ = ofi::Transport::create(o, [&](const std::vector<uint8_t>& v) { return boot.allGather(v); });
-    std::string rails;
-    for (const std::string& d : net_->capabilities().railDomains) rails += (rails.empty() ? "" : ",") + d;
-    const std::string why = !o.domains.empty() ? "nearest NICs by topology"
-                            : !config::getString(config::Var::OFI_DOMAINS).empty() ? "CONFLUX_OFI_DOMAINS"
-                            : !o.localAddress.empty() ? "bound to " + o.localAddress
-                                                      : "the provider's first domain";
-    CFX_INFO(kInit, "rank %d: %d node(s), inter-node messages over ofi provider %s, rail domains %s (%s)", rank_,
-             numNodes_, net_->capabilities().provider.c_str(), rails.c_str(), why.c_str());
-    // The cost model, the same on every rank (rank 0's probe or file; a split child's parent's).
-    if (options.costs) {
-      selector_.setCostParams(*options.costs);
-    } else {
-      selector_.setCostParams(calibrateCostModel(rank_, *nodeLayout_, net_.get(), rails + "@" + o.localAddress,
-                                                 chunkBytes_, [&](const std::vector<uint8_t>& v) { return boot.allGather(v); }));
-    }
-  }
+  if (numNodes_ > 1) openNetwork(boot, layout.localRanks, options);
 #endif
 
   env_.world = world_.get();
@@ -250,6 +178,48 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
            nranks_, name_.empty() ? "" : " in comm ", name_.c_str(), localRank_, localSize_, numNodes_,
            static_cast<size_t>(stagingBytes_), timeoutMs);
 }
+
+#if CONFLUX_HAVE_OFI
+void CommunicatorImpl::openNetwork(bootstrap::Bootstrap& boot, const std::vector<int>& localRanks,
+                                   const CommOptions& options) {
+  // Ranks on other nodes: libfabric. A communicator opens a Transport (every rank takes part in the
+  // address exchange, local peers included), or, as a split child, shares its parent's in a tag space
+  // of its own (transport/ofi/comm_net.h).
+  const auto allGather = [&](const std::vector<uint8_t>& v) { return boot.allGather(v); };
+  std::string why = "the split parent's endpoints";
+  std::string bound;
+  if (!options.parentRanks.empty()) net_ = shareParentNet(boot, options);
+  if (net_ == nullptr) {
+    ofi::Options o;
+    o.rank = rank_;
+    o.nranks = nranks_;
+    // Bind to the bootstrap interface when one is named (CONFLUX_SOCKET_IFNAME) and no address is set:
+    // without it tcp providers may pick an interface the other nodes cannot reach.
+    if (config::getString(config::Var::OFI_ADDR).empty() && !config::getString(config::Var::SOCKET_IFNAME).empty()) {
+      o.localAddress = bootstrap::pickBindHost(false);
+    }
+    // The NICs nearest this rank, when the topology knows them (they override the bind address).
+    o.domains = topologyRailDomains(
+        localRank_, [&](const std::vector<uint8_t>& v) { return boot.allGatherAmong(localRanks, v); }, allGather);
+    net_ = std::make_shared<ofi::CommNet>(ofi::Transport::create(o, allGather));
+    why = !o.domains.empty() ? "nearest NICs by topology"
+          : !config::getString(config::Var::OFI_DOMAINS).empty() ? "CONFLUX_OFI_DOMAINS"
+          : !o.localAddress.empty() ? "bound to " + o.localAddress
+                                    : "the provider's first domain";
+    bound = o.localAddress;
+  }
+  std::string rails;
+  for (const std::string& d : net_->capabilities().railDomains) rails += (rails.empty() ? "" : ",") + d;
+  CFX_INFO(kInit, "rank %d: %d node(s), inter-node messages over ofi provider %s, rail domains %s (%s) in tag space %u",
+           rank_, numNodes_, net_->capabilities().provider.c_str(), rails.c_str(), why.c_str(), net_->space());
+  // The cost model, the same on every rank (rank 0's probe or file; a split child's parent's).
+  if (options.costs) {
+    selector_.setCostParams(*options.costs);
+  } else {
+    selector_.setCostParams(calibrateCostModel(rank_, *nodeLayout_, net_.get(), rails + "@" + bound, chunkBytes_, allGather));
+  }
+}
+#endif
 
 const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& p, uint64_t bytes, bool peerBuffers) {
   for (auto it = planCache_.begin(); it != planCache_.end(); ++it) {
@@ -456,7 +426,14 @@ Status CommunicatorImpl::runP2pLocked(const std::vector<P2pOp>& ops) {
 }
 
 Status CommunicatorImpl::execute(const Plan& plan, const ExecBuffers& bufs, ExecCall call) {
-  call.seq = ++seq_;
+  // Collectives are numbered alike on every rank. A point-to-point batch is made by some ranks only, so
+  // it takes no number (ExecCall::seq); counting it would put the others one call behind.
+  if (call.coll == Collective::SendRecv) {
+    call.seq = 0;
+    call.p2pBatch = ++p2pBatches_;
+  } else {
+    call.seq = ++seq_;
+  }
   if (plan.stagingBytes > 0) call.stagingEpoch = stagingEpoch_++;
   Status s = conflux::execute(plan, bufs, call, env_, work_);
   if (!s) return failed(s);

@@ -23,12 +23,13 @@
 namespace conflux {
 
 namespace ofi {
-class Transport;
+class CommNet;
 }
 class DeviceCalls;
 
 namespace bootstrap {
 struct UniqueId;
+class Bootstrap;
 class StoreServer;
 }  // namespace bootstrap
 
@@ -55,6 +56,12 @@ struct CommOptions {
   std::string name;    ///< shown in log lines and error messages; empty: none
   /// A split child's inherited cost model (skips calibration); empty: calibrate as usual.
   std::optional<CostParams> costs;
+  /// A split child: the parent's rank of each of its ranks (empty for a communicator that is no child).
+  std::vector<int> parentRanks;
+  /// A split child that may send through its parent's network endpoints when it spans nodes (it does
+  /// when a tag space is free on every member); null: it opens endpoints of its own. Every member of a
+  /// child has parentRanks set, and passes parentNet or not, alike.
+  std::shared_ptr<ofi::CommNet> parentNet;
 };
 
 /// One send or receive of a point-to-point batch.
@@ -75,10 +82,16 @@ class CommunicatorImpl {
                                                   const CommOptions& options = {});
   ~CommunicatorImpl();
 
-  /// cfxCommSplit on this rank: exchanges (color, key) and the new communicators' ids over this one, then
-  /// joins its color's communicator (collective over that color); null for CFX_SPLIT_NOCOLOR (< 0).
-  /// `options.costs` is filled from this communicator when `shareCosts`. Throws Error.
-  std::unique_ptr<CommunicatorImpl> split(int color, int key, CommOptions options, bool shareCosts);
+  /// cfxCommSplit on this rank: exchanges (color, key), free tag spaces and the new communicators' ids over
+  /// this one, then joins its color's communicator (collective over that color); null for
+  /// CFX_SPLIT_NOCOLOR (< 0). With `share`, a child that spans nodes takes this communicator's cost model
+  /// and sends through its network endpoints in a tag space free on all its members (ofi/comm_net.h);
+  /// without, it opens its own and measures afresh. Throws Error.
+  std::unique_ptr<CommunicatorImpl> split(int color, int key, CommOptions options, bool share);
+  /// cfxCommCreateGroup on this rank, a member: the first member sends the new communicator's id to the
+  /// others over this one (point to point), then all join it (collective over `members`, distinct ranks of
+  /// this communicator, this one among them, in the new rank order). `share` as in split. Throws Error.
+  std::unique_ptr<CommunicatorImpl> createGroup(const std::vector<int>& members, CommOptions options, bool share);
 
   /// The configured name ("" when none).
   const std::string& name() const { return name_; }
@@ -106,6 +119,16 @@ class CommunicatorImpl {
   CommunicatorImpl() = default;
   void init(const bootstrap::UniqueId& id, int nranks, int rank,
             std::shared_ptr<bootstrap::StoreServer> server, const CommOptions& options);
+  /// What split and createGroup share once the members know the new id: joins it as a child of this one.
+  std::unique_ptr<CommunicatorImpl> joinChild(const std::vector<int>& members, const bootstrap::UniqueId& id,
+                                              std::shared_ptr<bootstrap::StoreServer> server, CommOptions options,
+                                              bool share);
+  /// Reaches the ranks on other nodes: opens a Transport, or shares the parent's (a split child), and
+  /// sets the cost model (collective over every rank of the communicator).
+  void openNetwork(bootstrap::Bootstrap& boot, const std::vector<int>& localRanks, const CommOptions& options);
+  /// A split child's view of options.parentNet in a tag space free on every member, or null (collective
+  /// over the child's ranks).
+  std::shared_ptr<ofi::CommNet> shareParentNet(bootstrap::Bootstrap& boot, const CommOptions& options);
   struct CachedPlan {
     PlanParams params;
     bool peerBuffers = false;
@@ -146,7 +169,8 @@ class CommunicatorImpl {
   Status error_;                     // sticky
   std::atomic<bool> hasError_{false};  // error_ is set: lets healthy calls skip errorMutex_
 
-  uint64_t seq_ = 0;
+  uint64_t seq_ = 0;                 // collectives so far (every rank makes each)
+  uint64_t p2pBatches_ = 0;          // point-to-point batches so far (this rank's own count)
   uint64_t eagerSeq_ = 0;            // eager calls so far (algorithms/eager.h)
   uint64_t eagerBytes_ = 0;          // largest per-rank input sent eagerly (0: never)
   uint64_t stagingEpoch_ = 0;
@@ -161,8 +185,8 @@ class CommunicatorImpl {
   // Peers on other nodes (null on one node). Declared last so that it is destroyed first: unfinished
   // operations of a failed call may still point into scratch_ and work_ until the endpoints close.
   // A shared_ptr because its deleter is bound where it is created: builds without OFI never define
-  // ofi::Transport's destructor.
-  std::shared_ptr<ofi::Transport> net_;
+  // ofi::CommNet's destructor. Split children may hold the same Transport (through their own CommNet).
+  std::shared_ptr<ofi::CommNet> net_;
   // Made lazily (a host-only program never touches CUDA); a shared_ptr for the same reason as net_.
   // Destroyed before net_ (declared after it): staged copies may still read the host staging buffer.
   std::shared_ptr<DeviceCalls> device_;

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "kernels/cpu/reduce.h"
-#include "transport/ofi/transport.h"
+#include "transport/ofi/comm_net.h"
 
 namespace conflux {
 namespace {
@@ -72,7 +72,7 @@ void check(const Status& s, const char* what) {
 
 /// The pair's half: 8-byte round trips, then windows of large messages from `peer`'s side, acked.
 /// Returns {alpha seconds, bytes per second} on the measuring side (rank 0), zeros on the other.
-std::pair<double, double> pingPong(ofi::Transport& t, int peer, bool measurer) {
+std::pair<double, double> pingPong(ofi::CommNet& t, int peer, bool measurer) {
   constexpr int kRoundTrips = 20, kWarm = 3, kWindow = 4, kWindows = 2;
   constexpr size_t kMessage = size_t(2) << 20;
   std::vector<uint8_t> small(8), big(kMessage * kWindow);
@@ -133,7 +133,7 @@ std::map<std::string, CostParams> gCache;  // probed parameters by node pair (ho
 
 }  // namespace
 
-CostParams calibrateCostModel(int rank, const NodeLayout& layout, ofi::Transport* net, const std::string& railKey,
+CostParams calibrateCostModel(int rank, const NodeLayout& layout, ofi::CommNet* net, const std::string& railKey,
                               uint64_t chunkBytes, const ProbeAllGather& allGather) {
   // NICs per node: distinct endpoint identities among a node's ranks.
   char key[128] = {};

@@ -10,7 +10,7 @@
 
 namespace conflux {
 namespace ofi {
-class Transport;
+class CommNet;
 }
 
 /// All-gather of equal-sized blobs (concatenated in rank order).
@@ -26,7 +26,7 @@ using ProbeAllGather = std::function<std::vector<uint8_t>(const std::vector<uint
 ///   - otherwise the defaults of CostParams.
 /// NICs per node is the most distinct endpoint identities (@p railKey: bound address and domains) among
 /// the ranks of one node. Rank 0's numbers are given to every rank, so all select alike.
-CostParams calibrateCostModel(int rank, const NodeLayout& layout, ofi::Transport* net, const std::string& railKey,
+CostParams calibrateCostModel(int rank, const NodeLayout& layout, ofi::CommNet* net, const std::string& railKey,
                               uint64_t chunkBytes, const ProbeAllGather& allGather);
 
 }  // namespace conflux

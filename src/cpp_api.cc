@@ -132,6 +132,7 @@ cfxConfig_t toCfxConfig(const Config& config) {
   cfxConfig_t c = CFX_CONFIG_INITIALIZER;
   if (config.timeoutMs != 0) c.timeoutMs = config.timeoutMs;
   if (!config.name.empty()) c.commName = config.name.c_str();
+  c.splitShare = config.splitShare ? 1 : 0;
   return c;
 }
 }  // namespace
@@ -150,6 +151,16 @@ std::optional<Communicator> Communicator::split(int color, int key, const Config
                 false)
       .wait();
   if (impl->comm == nullptr) return std::nullopt;
+  return Communicator(std::move(impl));
+}
+
+Communicator Communicator::createGroup(std::span<const int> ranks, const Config& config) {
+  const cfxConfig_t c = toCfxConfig(config);
+  auto impl = std::make_unique<Impl>();
+  // In issue order with this communicator's asynchronous calls.
+  impl_->submit([&] { return cfxCommCreateGroup(impl_->comm, static_cast<int>(ranks.size()), ranks.data(), &impl->comm, &c); },
+                false)
+      .wait();
   return Communicator(std::move(impl));
 }
 

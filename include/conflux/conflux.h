@@ -116,8 +116,10 @@ typedef struct {
   /// A name for the communicator, shown in its log lines and error messages (at most 63 characters
   /// are kept); NULL: none. The string is copied.
   const char* commName;
-  /// cfxCommSplit only: 1 lets the child take the parent's measured network costs instead of measuring
-  /// again (the default), 0 measures afresh. CFX_CONFIG_UNDEF_INT: 1.
+  /// cfxCommSplit only: 1 (the default) lets a child that spans nodes share the parent's resources: it
+  /// sends through the parent's network endpoints (no new endpoint, no address exchange) and takes the
+  /// parent's measured network costs. 0 opens endpoints of its own and measures afresh.
+  /// CFX_CONFIG_UNDEF_INT: 1.
   int splitShare;
 } cfxConfig_t;
 
@@ -168,10 +170,21 @@ CFX_API cfxResult_t cfxCommInitRankConfig(cfxComm_t* comm, int nranks, cfxUnique
 /// @p color form a new communicator, ranked by @p key (ties by rank in @p comm). A rank passing
 /// CFX_SPLIT_NOCOLOR gets *newcomm = NULL. The new communicators meet through @p comm itself (no
 /// unique id, launcher or extra port), keep its host identities, and with config->splitShare (the
-/// default) its measured network costs. @p config may be NULL: the new communicator takes @p comm's
-/// timeout and no name. Must not be called inside a group.
+/// default) its network endpoints and measured network costs: up to 15 live communicators split from
+/// one communicator (children of children included) share its endpoints, each in a tag space of its
+/// own; a split that finds no space free on every member opens endpoints of its own. @p config may be
+/// NULL: the new communicator takes @p comm's timeout and no name. Must not be called inside a group.
 CFX_API cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* newcomm,
                                  const cfxConfig_t* config);
+
+/// Makes a communicator of some ranks of @p comm, as MPI_Comm_create_group does: collective over those
+/// ranks only. Each of them passes the same @p nranks ranks of @p comm in @p ranks (distinct, the caller
+/// among them), whose order is the new communicator's rank order; the other ranks of @p comm do not call
+/// it. The members meet through @p comm: ranks[0] sends the others the new rendezvous point over it, so
+/// the members' calls on @p comm must come in the same order on all of them (as any call's must).
+/// @p config as in cfxCommSplit (splitShare included). Must not be called inside a group.
+CFX_API cfxResult_t cfxCommCreateGroup(cfxComm_t comm, int nranks, const int* ranks, cfxComm_t* newcomm,
+                                       const cfxConfig_t* config);
 
 /// Creates a communicator from the launcher's environment: Open MPI / PMI / PMIx, Slurm, or torchrun-style
 /// variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). See docs/environment.md for the order in which

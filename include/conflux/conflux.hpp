@@ -85,6 +85,9 @@ struct Config {
   int timeoutMs = 0;
   /// Shown in log lines and error messages; empty: none.
   std::string name;
+  /// Split and group children only: send through the parent's network endpoints and take its measured
+  /// costs (cfxConfig_t::splitShare); false opens endpoints of the child's own.
+  bool splitShare = true;
 };
 
 /// The completion of an asynchronous call.
@@ -118,6 +121,9 @@ class CFX_API Communicator {
   /// Splits this communicator (collective over it, as cfxCommSplit): ranks passing the same @p color form
   /// a new one, ranked by @p key; a negative color gets no communicator (an empty optional).
   std::optional<Communicator> split(int color, int key, const Config& config = {});
+  /// Makes a communicator of the ranks @p ranks of this one, in that order (as cfxCommCreateGroup):
+  /// called by those ranks only, each passing the same list.
+  Communicator createGroup(std::span<const int> ranks, const Config& config = {});
   ~Communicator();
   Communicator(Communicator&&) noexcept;
   Communicator& operator=(Communicator&&) noexcept;

@@ -1,14 +1,19 @@
 // Per-communicator settings (cfxCommInitRankConfig) and cfxCommSplit on real processes: the timeout and
 // the name take effect, bad settings are named, split groups rank by key, NOCOLOR gets no communicator,
-// children work (and split again) alongside their parent, also across simulated nodes.
+// children work (and split again) alongside their parent, also across simulated nodes, where they send
+// through their parent's network endpoints.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/multiproc/harness.h"
@@ -145,22 +150,139 @@ TEST(CommSplit, ColorsKeysAndNocolor) {
   EXPECT_TRUE(allSucceeded(out));
 }
 
-// A split whose groups mix ranks of two simulated nodes: the children talk over libfabric.
+/// Lines of the file at `path` that contain `what`.
+int linesContaining(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(what) != std::string::npos ? 1 : 0;
+  return n;
+}
+
+/// `calls` all-reduces on `comm` alternating 3 and 300000 floats, each rank adding its parent rank + 1;
+/// true when every result is the sum `want`.
+bool allReduces(cfxComm_t comm, int parentRank, float want, int calls) {
+  bool ok = true;
+  for (int i = 0; i < calls; ++i) {
+    std::vector<float> v(i % 2 == 0 ? 3 : 300000, static_cast<float>(parentRank + 1));
+    ok = ok && cfxAllReduce(v.data(), v.data(), v.size(), cfxFloat32, cfxSum, comm, nullptr) == cfxSuccess &&
+         v.front() == want && v.back() == want;
+  }
+  return ok;
+}
+
+// A split whose groups mix ranks of two simulated nodes: the children talk over libfabric through their
+// parent's endpoints (the log says which tag space each communicator sends in), also a grandchild; a
+// child with splitShare = 0 opens its own. Parent and child then run all-reduces from two threads at
+// once, large and small, on every rank.
 #if CONFLUX_TEST_OFI
-TEST(CommSplit, AcrossSimulatedNodes) {
-  auto out = runRanks(4, [](int rank, int n, const cfxUniqueId& id) -> int {
+TEST(CommSplit, ChildrenShareTheParentsEndpointsAcrossNodes) {
+  char dir[] = "/tmp/conflux-split-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string logDir = dir;
+  RunOptions opts;
+  opts.env = {{"CONFLUX_DEBUG", "INFO"}, {"CONFLUX_DEBUG_SUBSYS", "INIT"}, {"CONFLUX_DEBUG_FILE", logDir + "/%p.log"}};
+  auto out = runRanks(4, [&](int rank, int n, const cfxUniqueId& id) -> int {
     simulateNode(rank / 2);  // ranks 0,1 on node 0; 2,3 on node 1
     cfxComm_t world;
     if (cfxCommInitRank(&world, n, id, rank) != cfxSuccess) return 2;
-    cfxComm_t child = nullptr;
+    // Children {0, 2} and {1, 3}: each spans both nodes.
+    cfxComm_t child = nullptr, own = nullptr, grand = nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
     EXPECT_EQ(cfxCommSplit(world, rank % 2, rank, &child, nullptr), cfxSuccess) << cfxGetLastError(world);
-    if (child == nullptr) return 1;
-    checkChild(child, rank, rank % 2 == 0 ? 0 + 2 : 1 + 3, 2, rank / 2);
+    const auto t1 = std::chrono::steady_clock::now();
+    cfxConfig_t noShare = CFX_CONFIG_INITIALIZER;
+    noShare.splitShare = 0;
+    EXPECT_EQ(cfxCommSplit(world, rank % 2, rank, &own, &noShare), cfxSuccess) << cfxGetLastError(world);
+    const auto t2 = std::chrono::steady_clock::now();
+    if (rank == 0) {
+      std::printf("split across two nodes: %.1f ms sharing the parent's endpoints, %.1f ms with its own\n",
+                  std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                  std::chrono::duration<double, std::milli>(t2 - t1).count());
+    }
+    if (child == nullptr || own == nullptr) return 1;
+    EXPECT_EQ(cfxCommSplit(child, 0, -rank, &grand, nullptr), cfxSuccess) << cfxGetLastError(child);
+    if (grand == nullptr) return 1;
+    const int64_t pairSum = rank % 2 == 0 ? 0 + 2 : 1 + 3;
+    checkChild(child, rank, pairSum, 2, rank / 2);
+    checkChild(own, rank, pairSum, 2, rank / 2);
+    checkChild(grand, rank, pairSum, 2, 1 - rank / 2);
+
+    // The parent and a child that share endpoints, driven from two threads at once.
+    bool worldOk = false;
+    std::thread other([&] { worldOk = allReduces(world, rank, 1 + 2 + 3 + 4, 40); });
+    const bool childOk = allReduces(child, rank, static_cast<float>(pairSum + 2), 40);
+    other.join();
+    EXPECT_TRUE(worldOk) << "rank " << rank << ": the parent's all-reduces beside its child's";
+    EXPECT_TRUE(childOk) << "rank " << rank << ": the child's all-reduces beside its parent's";
+
+    const std::string log = logDir + "/" + std::to_string(::getpid()) + ".log";
+    EXPECT_EQ(linesContaining(log, ") in tag space 0"), 2)
+        << "the world and the splitShare = 0 child open endpoints (" << log << ")";
+    EXPECT_EQ(linesContaining(log, "(the split parent's endpoints) in tag space 1"), 1) << "the child shares the world's";
+    EXPECT_EQ(linesContaining(log, "(the split parent's endpoints) in tag space 2"), 1) << "the grandchild too";
+    EXPECT_EQ(cfxCommDestroy(grand), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(own), cfxSuccess);
     EXPECT_EQ(cfxCommDestroy(child), cfxSuccess);
     EXPECT_EQ(cfxCommDestroy(world), cfxSuccess);
     return 0;
-  });
+  }, opts);
   EXPECT_TRUE(allSucceeded(out));
+  for (const auto& o : out) ::unlink((logDir + "/" + std::to_string(o.pid) + ".log").c_str());
+  ::rmdir(dir);
+}
+
+// cfxCommCreateGroup: only the members call it (here ranks 4, 1, 2 of five, in that order, over two
+// simulated nodes); the group ranks by the list, sends through the parent's endpoints, and works beside
+// the parent. Bad lists are refused, naming the argument, before anything is exchanged.
+TEST(CommCreateGroup, MembersOnlyInListOrder) {
+  char dir[] = "/tmp/conflux-group-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string logDir = dir;
+  RunOptions opts;
+  opts.env = {{"CONFLUX_DEBUG", "INFO"}, {"CONFLUX_DEBUG_SUBSYS", "INIT"}, {"CONFLUX_DEBUG_FILE", logDir + "/%p.log"}};
+  auto out = runRanks(5, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    simulateNode(rank < 3 ? 0 : 1);
+    cfxComm_t world;
+    if (cfxCommInitRank(&world, n, id, rank) != cfxSuccess) return 2;
+    const std::vector<int> members = {4, 1, 2};
+    const auto pos = std::find(members.begin(), members.end(), rank);
+    if (pos != members.end()) {
+      cfxComm_t bad = reinterpret_cast<cfxComm_t>(0x1);
+      const int twice[] = {4, 1, 4}, outside[] = {4, 1, 5}, without[] = {0, 3};
+      EXPECT_EQ(cfxCommCreateGroup(world, 3, twice, &bad, nullptr), cfxInvalidArgument);
+      EXPECT_TRUE(lastErrorMentions("ranks[2]: rank 4 is listed twice"));
+      EXPECT_EQ(bad, nullptr);
+      EXPECT_EQ(cfxCommCreateGroup(world, 3, outside, &bad, nullptr), cfxInvalidArgument);
+      EXPECT_TRUE(lastErrorMentions("ranks[2]"));
+      EXPECT_EQ(cfxCommCreateGroup(world, 2, without, &bad, nullptr), cfxInvalidArgument);
+      EXPECT_TRUE(lastErrorMentions("is not listed"));
+      EXPECT_EQ(cfxCommCreateGroup(world, 0, members.data(), &bad, nullptr), cfxInvalidArgument);
+      EXPECT_TRUE(lastErrorMentions("nranks"));
+      EXPECT_EQ(cfxCommCreateGroup(world, 3, nullptr, &bad, nullptr), cfxInvalidArgument);
+      EXPECT_TRUE(lastErrorMentions("ranks is NULL"));
+
+      cfxComm_t group = nullptr;
+      EXPECT_EQ(cfxCommCreateGroup(world, 3, members.data(), &group, nullptr), cfxSuccess) << cfxGetLastError(world);
+      if (group == nullptr) return 1;
+      checkChild(group, rank, 4 + 1 + 2, 3, static_cast<int>(pos - members.begin()));
+      // The group and its parent at once, from two threads (ranks outside run only the parent's calls).
+      bool worldOk = false;
+      std::thread other([&] { worldOk = allReduces(world, rank, 1 + 2 + 3 + 4 + 5, 20); });
+      const bool groupOk = allReduces(group, rank, 5 + 2 + 3, 20);
+      other.join();
+      EXPECT_TRUE(worldOk && groupOk) << "rank " << rank << ": world " << worldOk << ", group " << groupOk;
+      const std::string log = logDir + "/" + std::to_string(::getpid()) + ".log";
+      EXPECT_EQ(linesContaining(log, "(the split parent's endpoints) in tag space 1"), 1) << log;
+      EXPECT_EQ(cfxCommDestroy(group), cfxSuccess);
+    } else {
+      EXPECT_TRUE(allReduces(world, rank, 1 + 2 + 3 + 4 + 5, 20)) << "rank " << rank;
+    }
+    EXPECT_EQ(cfxCommDestroy(world), cfxSuccess);
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+  for (const auto& o : out) ::unlink((logDir + "/" + std::to_string(o.pid) + ".log").c_str());
+  ::rmdir(dir);
 }
 #endif
 

@@ -290,6 +290,18 @@ def point_to_point(rank, world):
         for r in dist.batch_isend_irecv(ops):
             r.wait()
         check(got, torch.full((n,), float(left)), f"batch_isend_irecv n={n}")
+    # Stage to stage, as pipeline parallelism does: only ranks 0 and 1 take part, twice, then a collective
+    # of all (a send/recv the others do not make must not put them a call behind).
+    for _ in range(2):
+        if rank == 0:
+            dist.send(torch.full((5000,), 3.0), 1)
+        elif rank == 1:
+            got = torch.empty(5000)
+            dist.recv(got, 0)
+            check(got, torch.full((5000,), 3.0), "send/recv between ranks 0 and 1 only")
+    t = torch.ones(10)
+    dist.all_reduce(t)
+    check(t, torch.full((10,), float(world)), "all_reduce after a send/recv of ranks 0 and 1 only")
     dist.barrier()
     w = dist.barrier(async_op=True)
     w.wait()

@@ -1,6 +1,6 @@
 """Process groups beyond the world through the conflux backend: new_group (fresh communicators met through
-torch's store), split_group and new_group with a bound device (cfxCommSplit of the parent, the ranks
-outside taking part through perform_nocolor_split), a CPU DeviceMesh and DTensor on it, concurrent calls
+torch's store), split_group and new_group with a bound device (cfxCommCreateGroup of the parent's
+communicator among the members; the ranks outside touch nothing), a CPU DeviceMesh and DTensor on it, concurrent calls
 on several groups, and sequence numbers that agree across ranks.
 
 Run: python tests/torch/test_groups.py

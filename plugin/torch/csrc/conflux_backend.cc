@@ -103,6 +103,17 @@ ProcessGroupConflux::ProcessGroupConflux(const c10::intrusive_ptr<c10d::Store>& 
     C10_THROW_ERROR(DistBackendError, std::string("conflux: joining process group '") + groupName_ + "' failed (" +
                                           cfxGetErrorString(r) + "): " + cfxGetLastError(nullptr));
   }
+  start(comm);
+}
+
+ProcessGroupConflux::ProcessGroupConflux(cfxComm_t comm, int rank, int size, std::chrono::milliseconds timeout,
+                                         std::string groupName, std::vector<uint64_t> globalRanks)
+    : Backend(rank, size), handle_(std::make_shared<CommHandle>()), timeout_(timeout),
+      groupName_(std::move(groupName)), globalRanks_(std::move(globalRanks)) {
+  start(comm);
+}
+
+void ProcessGroupConflux::start(cfxComm_t comm) {
   handle_->comm = comm;
   queue_ = std::make_shared<CallQueue>(CallQueue::Batch{[] { cfxGroupStart(); }, [this]() -> std::string {
                                                           const cfxResult_t e = cfxGroupEnd();
@@ -165,12 +176,13 @@ void ProcessGroupConflux::checkPeer(int peer, const char* what) const {
   TORCH_CHECK(peer >= 0 && peer < size_, "conflux: ", what, " ", peer, " is not a rank of this group (size ", size_, ")");
 }
 
-c10::intrusive_ptr<c10d::Backend> ProcessGroupConflux::split(const c10::intrusive_ptr<c10d::Store>& store,
+c10::intrusive_ptr<c10d::Backend> ProcessGroupConflux::split(const c10::intrusive_ptr<c10d::Store>& /*store*/,
                                                              const std::vector<int>& ranks,
                                                              const c10::intrusive_ptr<Options>& opts) {
   // torch calls split on ranks outside the new group once per device type of the parent (cpu, cuda)
   // but on members once, so a split that needs every parent rank (cfxCommSplit) could not be matched.
-  // The members meet through the child's store instead, as new_group's do; the others touch nothing.
+  // The members make the new communicator among themselves (cfxCommCreateGroup, meeting through this
+  // group's); the others touch nothing.
   const auto me = std::find(ranks.begin(), ranks.end(), rank_);
   if (me == ranks.end()) return nullptr;
   const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
@@ -180,17 +192,26 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupConflux::split(const c10::intrusiv
     TORCH_CHECK(pr >= 0 && pr < size_, "conflux: split: rank ", pr, " is not a rank of the parent group");
     global.push_back(globalRanks_.empty() ? static_cast<uint64_t>(pr) : globalRanks_.at(static_cast<size_t>(pr)));
   }
-  c10::intrusive_ptr<ProcessGroupConflux> child;
+  TORCH_CHECK(handle_->comm != nullptr, "conflux: split of a process group that was shut down");
+  const cfxConfig_t cfg = configFor(timeout, name);
+  cfxComm_t comm = nullptr;
+  cfxResult_t r = cfxSuccess;
+  std::string error;
   // In order with this group's other calls (every member makes the same split at the same point).
   queue_->runInline([&] {
-    child = c10::make_intrusive<ProcessGroupConflux>(store, static_cast<int>(me - ranks.begin()),
-                                                     static_cast<int>(ranks.size()), timeout, name, std::move(global));
+    r = cfxCommCreateGroup(handle_->comm, static_cast<int>(ranks.size()), ranks.data(), &comm, &cfg);
+    if (r != cfxSuccess) error = cfxGetLastError(handle_->comm);
   });
-  return child;
+  if (r != cfxSuccess) {
+    C10_THROW_ERROR(DistBackendError, std::string("conflux: splitting process group '") + groupName_ + "' into '" +
+                                          name + "' failed (" + cfxGetErrorString(r) + "): " + error);
+  }
+  return c10::make_intrusive<ProcessGroupConflux>(comm, static_cast<int>(me - ranks.begin()),
+                                                  static_cast<int>(ranks.size()), timeout, name, std::move(global));
 }
 
 void ProcessGroupConflux::performNocolorSplit(at::Device /*device*/) {
-  // Members of a new group split from this one meet through its store (see split): nothing to do here.
+  // Members of a new group split from this one meet among themselves (see split): nothing to do here.
 }
 
 void ProcessGroupConflux::startCoalescing() {

@@ -29,6 +29,9 @@ class ProcessGroupConflux : public c10d::Backend {
   /// rank arrived or `timeout` passed). `globalRanks`: the group's global ranks (empty: the world).
   ProcessGroupConflux(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                       std::chrono::milliseconds timeout, std::string groupName, std::vector<uint64_t> globalRanks);
+  /// A group split from another: takes over `comm` (made by cfxCommCreateGroup of the parent's).
+  ProcessGroupConflux(cfxComm_t comm, int rank, int size, std::chrono::milliseconds timeout, std::string groupName,
+                      std::vector<uint64_t> globalRanks);
   ~ProcessGroupConflux() override;
 
   const std::string getBackendName() const override { return "conflux"; }
@@ -42,7 +45,8 @@ class ProcessGroupConflux : public c10d::Backend {
 
   /// split_group: called on every rank of this group; `ranks` (ranks of this group, in the new group's
   /// order) is this rank's new group, or one it is not in (then it gets nullptr and touches no store).
-  /// The members join a new communicator through `store` (the child's), in order with this group's calls.
+  /// The members make a communicator of their own with cfxCommCreateGroup of this group's, in order with
+  /// this group's calls (so it sends through this group's network endpoints, where it spans nodes).
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<Options>& opts) override;
   /// new_group with a bound device: what torch asks of a rank outside the new group (nothing to do).
@@ -107,6 +111,8 @@ class ProcessGroupConflux : public c10d::Backend {
   };
 
  private:
+  /// Both constructors' end: holds `comm`, starts the worker.
+  void start(cfxComm_t comm);
   /// The common path of every call: makes its work and runs `step` inline, on the worker, or into the
   /// coalesced batch (see call_queue.h). `touched`: every tensor the call reads or writes (picks CPU or
   /// the CUDA device); `outputs`: the work's result.

@@ -1,0 +1,153 @@
+// Communicators made from another: cfxCommSplit (collective over the parent), cfxCommCreateGroup
+// (collective over the members), and a child's share of its parent's network endpoints.
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "core/bootstrap/bootstrap.h"
+#include "core/bootstrap/store_server.h"
+#include "core/bootstrap/unique_id.h"
+#include "core/log.h"
+#include "src/communicator.h"
+#if CONFLUX_HAVE_OFI
+#include "transport/ofi/comm_net.h"
+#endif
+
+namespace conflux {
+namespace {
+
+/// (color, key) of one rank in cfxCommSplit's exchange.
+struct SplitEntry {
+  int32_t color;
+  int32_t key;
+};
+
+#if CONFLUX_HAVE_OFI
+/// The lowest tag space set in `mask` (0: none; space 0 is never a child's).
+uint32_t lowestSpace(uint32_t mask) {
+  mask &= ~uint32_t{1};
+  return mask == 0 ? 0 : static_cast<uint32_t>(std::countr_zero(mask));
+}
+#endif
+
+}  // namespace
+
+std::unique_ptr<CommunicatorImpl> CommunicatorImpl::split(int color, int key, CommOptions options, bool share) {
+  // 1. Every rank's (color, key), over this communicator.
+  const SplitEntry mine{color < 0 ? -1 : color, key};
+  std::vector<SplitEntry> all(static_cast<size_t>(nranks_));
+  CallArgs g;
+  g.coll = Collective::AllGather;
+  g.send = &mine;
+  g.recv = all.data();
+  g.count = sizeof(SplitEntry);
+  g.dtype = DataType::Uint8;
+  if (Status s = run(g); !s) throw Error(s.code(), "cfxCommSplit: exchanging colors: " + s.message());
+  // 2. This rank's group, ordered by key then by rank here; its first member hosts the new rendezvous.
+  std::vector<int> members;
+  if (mine.color >= 0) {
+    for (int r = 0; r < nranks_; ++r) {
+      if (all[r].color == mine.color) members.push_back(r);
+    }
+    std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return all[a].key < all[b].key; });
+  }
+  const bool leader = !members.empty() && members.front() == rank_;
+  // 3. The leaders' unique ids, over this communicator (zeros from everyone else). A group that spans
+  // nodes needs a store the other nodes reach: the leader binds it as a multi-node job would.
+  cfxUniqueId out{};
+  std::shared_ptr<bootstrap::StoreServer> server;
+  bootstrap::UniqueId id;
+  if (leader) {
+    server = bootstrap::StoreServer::startForNewJob(/*allLocal=*/numNodes_ == 1);
+    id = server->uniqueId();
+    out = bootstrap::encode(id);
+  }
+  std::vector<cfxUniqueId> ids(static_cast<size_t>(nranks_));
+  g.send = &out;
+  g.recv = ids.data();
+  g.count = sizeof(cfxUniqueId);
+  if (Status s = run(g); !s) throw Error(s.code(), "cfxCommSplit: exchanging the new communicators' ids: " + s.message());
+  if (members.empty()) return nullptr;
+  if (!leader) id = bootstrap::decode(ids[members.front()]);
+  CFX_INFO(kInit, "rank %d: split color %d key %d", rank_, color, key);
+  return joinChild(members, id, std::move(server), std::move(options), share);
+}
+
+std::unique_ptr<CommunicatorImpl> CommunicatorImpl::createGroup(const std::vector<int>& members, CommOptions options,
+                                                                bool share) {
+  // The first member hosts the new rendezvous and sends its unique id to the others over this
+  // communicator; only members take part.
+  std::shared_ptr<bootstrap::StoreServer> server;
+  bootstrap::UniqueId id;
+  cfxUniqueId wire{};
+  std::vector<P2pOp> ops;
+  if (members.front() == rank_) {
+    server = bootstrap::StoreServer::startForNewJob(/*allLocal=*/numNodes_ == 1);
+    id = server->uniqueId();
+    wire = bootstrap::encode(id);
+    for (size_t i = 1; i < members.size(); ++i) ops.push_back(P2pOp{true, &wire, sizeof wire, members[i], nullptr});
+  } else {
+    ops.push_back(P2pOp{false, &wire, sizeof wire, members.front(), nullptr});
+  }
+  if (!ops.empty()) {
+    if (Status s = runP2p(ops); !s) throw Error(s.code(), "cfxCommCreateGroup: sending the new communicator's id: " + s.message());
+  }
+  if (members.front() != rank_) id = bootstrap::decode(wire);
+  CFX_INFO(kInit, "rank %d: creating a group of %zu ranks", rank_, members.size());
+  return joinChild(members, id, std::move(server), std::move(options), share);
+}
+
+std::unique_ptr<CommunicatorImpl> CommunicatorImpl::joinChild(const std::vector<int>& members,
+                                                              const bootstrap::UniqueId& id,
+                                                              std::shared_ptr<bootstrap::StoreServer> server,
+                                                              CommOptions options, bool share) {
+  const int newRank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  if (options.timeoutMs < 0) options.timeoutMs = env_.timeoutMs;
+  // With `share`, the child takes this communicator's costs when it spans nodes, and may send through
+  // its endpoints (openNetwork decides, with the other members).
+  std::vector<int> nodeOf(static_cast<size_t>(nranks_), 0);
+  for (size_t n = 0; n < nodeLayout_->nodes.size(); ++n) {
+    for (int r : nodeLayout_->nodes[n]) nodeOf[static_cast<size_t>(r)] = static_cast<int>(n);
+  }
+  const bool childSpansNodes =
+      std::any_of(members.begin(), members.end(), [&](int r) { return nodeOf[r] != nodeOf[members.front()]; });
+  if (share && childSpansNodes) options.costs = selector_.costParams();
+  options.parentRanks = members;
+  if (share) options.parentNet = net_;
+  CFX_INFO(kInit, "rank %d: -> rank %d of %zu in the new communicator", rank_, newRank, members.size());
+  return create(id, static_cast<int>(members.size()), newRank, std::move(server), options);
+}
+#if CONFLUX_HAVE_OFI
+std::shared_ptr<ofi::CommNet> CommunicatorImpl::shareParentNet(bootstrap::Bootstrap& boot, const CommOptions& options) {
+  // Every member offers the tag spaces of the parent's endpoints that no communicator holds here (none
+  // without sharing); the child takes the lowest one free on all. Taking every free space before the
+  // exchange keeps a split running at the same time on another thread from picking the same one.
+  ofi::Transport* parent = options.parentNet != nullptr ? &options.parentNet->transport() : nullptr;
+  const uint32_t offered = parent != nullptr ? parent->takeFreeSpaces() : 0;
+  uint32_t common = offered;
+  try {
+    std::vector<uint8_t> mine(sizeof offered);
+    std::memcpy(mine.data(), &offered, sizeof offered);
+    const std::vector<uint8_t> all = boot.allGather(mine);
+    for (int r = 0; r < nranks_; ++r) {
+      uint32_t theirs = 0;
+      std::memcpy(&theirs, all.data() + static_cast<size_t>(r) * sizeof theirs, sizeof theirs);
+      common &= theirs;
+    }
+  } catch (...) {
+    if (parent != nullptr) parent->releaseSpaces(offered);
+    throw;
+  }
+  const uint32_t space = lowestSpace(common);
+  std::shared_ptr<ofi::CommNet> view;
+  if (space != 0) view = std::make_shared<ofi::CommNet>(*options.parentNet, options.parentRanks, rank_, space);
+  if (parent != nullptr) parent->releaseSpaces(space != 0 ? offered & ~(uint32_t{1} << space) : offered);
+  if (space == 0) {
+    CFX_INFO(kInit, "rank %d: split child opens network endpoints of its own (%s)", rank_,
+             offered == 0 ? "not sharing, or none free here" : "no tag space of the parent's is free on every member");
+  }
+  return view;
+}
+#endif
+
+}  // namespace conflux
