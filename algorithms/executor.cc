@@ -80,7 +80,7 @@ class RankExecutor {
  private:
   // ---- buffers ----
   bool isPeer(const BufRef& ref) const { return ref.rank >= 0 && ref.rank != env_.rank; }
-  // A peer on another node: its messages travel over the ofi transport.
+  // A peer on another node: its messages travel over the message transport.
   bool isRemote(int peer) const { return env_.localIndex[peer] < 0; }
   // PreMulSum: reads of this rank's own input are scaled.
   bool scaled(const BufRef& ref) const { return premul_ != nullptr && ref.kind == BufKind::Send && !isPeer(ref); }
@@ -273,14 +273,13 @@ class RankExecutor {
   }
 
   // ---- messages to and from other nodes ----
-#if CONFLUX_HAVE_OFI
   // Posts every inter-node operation of the round to the transport, in plan order, and lays out the
   // bounce buffers: one for RecvReduce operations, and for PreMulSum one for the messages sent straight
   // from the own input, which are scaled there first (offsets[i]: the op's place in its buffer).
   Status postNet(const Round& round) {
     auto& reqs = work_.netReqs;
     auto& offsets = work_.bounceOffset;
-    reqs.assign(round.numOps, ofi::Request{});
+    reqs.assign(round.numOps, transport::Request{});
     offsets.assign(round.numOps, 0);
     uint64_t bounceBytes = 0, scaledBytes = 0;
     for (uint32_t i = 0; i < round.numOps; ++i) {
@@ -307,9 +306,9 @@ class RankExecutor {
       const bool send = op.kind == OpKind::Send;
       uint64_t tag = 0;
       if (call_.seq == 0) {
-        tag = ofi::p2pTag(send ? work_.p2pSent[op.peer]++ : work_.p2pRecvd[op.peer]++);
+        tag = transport::p2pTag(send ? work_.p2pSent[op.peer]++ : work_.p2pRecvd[op.peer]++);
       } else {
-        tag = ofi::collectiveTag(send ? work_.netSent[op.peer]++ : work_.netRecvd[op.peer]++, static_cast<uint32_t>(call_.seq));
+        tag = transport::collectiveTag(send ? work_.netSent[op.peer]++ : work_.netRecvd[op.peer]++, static_cast<uint32_t>(call_.seq));
       }
       if (op.kind == OpKind::Send && scaled(plan_.src(op, 0))) {
         std::byte* out = work_.scaledBounce.data() + offsets[i];
@@ -328,7 +327,7 @@ class RankExecutor {
   }
 
   bool progressNet(const Op& op, OpState& st, uint32_t i) {
-    ofi::Request& req = work_.netReqs[i];
+    transport::Request& req = work_.netReqs[i];
     if (!req.done()) return false;
     if (req.failed()) {
       if (!netFailed_) {
@@ -349,15 +348,6 @@ class RankExecutor {
   }
   void progressNetQueues() { env_.net->progress(); }
   void pollNet(Clock::time_point until) { env_.net->poll(until); }
-#else
-  // Builds without libfabric never have messages to other nodes in flight (netPending_ stays 0).
-  void progressNetQueues() {}
-  void pollNet(Clock::time_point) {}
-  Status postNet(const Round&) {
-    return Status(Code::InvalidUsage, "ranks span nodes, but this build has no inter-node transport (OFI)");
-  }
-  bool progressNet(const Op&, OpState&, uint32_t) { return false; }
-#endif
 
   Status failNet(const Round& round) {
     // The provider cancels operations whose connection broke (FI_ECANCELED, which the transport reports
@@ -426,7 +416,7 @@ class RankExecutor {
       } else if (isRemote(op.peer)) {
         s += std::string(op.kind == OpKind::Send ? ", sending " : ", receiving ") + std::to_string(op.bytes) +
              " bytes " + (op.kind == OpKind::Send ? "to" : "from") + " rank " + std::to_string(op.peer) +
-             " on another node (ofi)";
+             " on another node";
       } else if (op.kind == OpKind::Send) {
         s += ", sending " + std::to_string(op.bytes) + " bytes to rank " + std::to_string(op.peer) + " (" +
              std::to_string(std::min(st.done, op.bytes)) + " sent)";

@@ -1,19 +1,20 @@
-// The executor: runs one rank's Plan over the shared-memory transport (peers on this node), the libfabric
-// transport (peers on other nodes) and the CPU kernels.
+// The executor: runs one rank's Plan over the shared-memory world (peers on this node), a message
+// transport (transport/transport.h: peers on other nodes) and the CPU kernels.
 //
 // It implements the round semantics of plan.h: the communication operations of a round progress together
 // (sends and receives to the same peer in listed order, streamed in pieces so that receivers reduce while
 // senders still write), then the round's local operations run in order. A message to or from another
-// node is posted whole to the ofi transport at the start of its round (the transport chunks it); a
-// collective's tag is the call number and the message's index among this call's messages in that direction
-// with that peer, so both sides match messages in plan order; a point-to-point message's is its number
-// among all point-to-point messages between the pair in that direction (ofi/tags.h). A RecvReduce from another node lands in a bounce buffer and
-// is reduced when it completes. For PreMulSum every read of the rank's own input is scaled on the way
-// (kernels/cpu/reduce.h PremulFn; a message to another node straight from the input is scaled into a
-// bounce buffer first). A rank that cannot progress spins
-// briefly and then sleeps on its doorbell; while it waits it watches for dead peers, errors posted by other
-// ranks, an abort, mismatched arguments and the no-progress timeout, so that a failure anywhere becomes an
-// error on every rank instead of a hang.
+// node is posted whole to the message transport at the start of its round (the transport chunks it); a
+// collective's tag is the call number and the message's index among this call's messages in that
+// direction with that peer, so both sides match messages in plan order; a point-to-point message's is its
+// number among all point-to-point messages between the pair in that direction (transport::p2pTag). A
+// RecvReduce from another node lands in a bounce buffer and is reduced when it completes. For PreMulSum
+// every read of the rank's own input is scaled on the way (kernels/cpu/reduce.h PremulFn; a message to
+// another node straight from the input is scaled into a bounce buffer first). A rank that cannot progress
+// spins briefly and then sleeps on its doorbell (or polls the message transport while messages are in
+// flight); while it waits it watches for dead peers, errors posted by other ranks, an abort, mismatched
+// arguments and the no-progress timeout, so that a failure anywhere becomes an error on every rank
+// instead of a hang.
 #pragma once
 
 #include <atomic>
@@ -25,7 +26,7 @@
 #include "core/error.h"
 #include "core/types.h"
 #include "kernels/cpu/reduce.h"
-#include "transport/ofi/comm_net.h"
+#include "transport/transport.h"
 #include "transport/shm/shm_world.h"
 
 namespace conflux {
@@ -73,9 +74,9 @@ struct ExecEnv {
   int yieldCount = 0;             ///< sched_yield() calls before sleeping (oversubscribed nodes).
   bool checkArgs = true;
   const std::atomic<bool>* aborted = nullptr;
-  /// Peers on other nodes (localIndex < 0) are reached through this communicator's share of a Transport
-  /// (its own, or a split parent's); null when all ranks are local.
-  ofi::CommNet* net = nullptr;
+  /// Peers on other nodes (localIndex < 0) are reached through this (the communicator's ofi::CommNet, or a
+  /// test's fake); null when all ranks are local.
+  transport::MessageTransport* net = nullptr;
 };
 
 /// Memory the executor reuses from call to call (one per communicator), so that a call allocates nothing.
@@ -91,7 +92,7 @@ struct ExecWorkspace {
   // Inter-node messages: one request per operation of the round, message counters per peer for the
   // current call, and the bounce buffer RecvReduce operations from other nodes receive into (grows to the
   // largest round, never shrinks).
-  std::vector<ofi::Request> netReqs;
+  std::vector<transport::Request> netReqs;
   std::vector<uint64_t> bounceOffset;  // per op of a round: its place in bounce (RecvReduce) or scaledBounce (Send)
   std::vector<uint32_t> netSent, netRecvd;
   // Point-to-point messages to and from each rank on another node so far, over every batch: the k-th

@@ -21,3 +21,9 @@ conflux_add_test(test_cost_model
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cost_model.cc
   LIBS conflux_runtime
   LABELS unit)
+# The executor in one process over the fake message transport (fake_transport.h): threads as ranks.
+conflux_add_test(test_executor_fake
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_executor_fake.cc
+  LIBS conflux_runtime
+  LABELS unit
+  TIMEOUT 300)

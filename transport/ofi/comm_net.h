@@ -15,10 +15,13 @@
 
 #include "transport/ofi/tags.h"
 #include "transport/ofi/transport.h"
+#include "transport/transport.h"
 
 namespace conflux::ofi {
 
-class CommNet {
+static_assert(kMaxSpaceTag == transport::MessageTransport::kMaxTag, "a communicator's tags fill its tag space");
+
+class CommNet : public transport::MessageTransport {
  public:
   /// The whole of `transport`, in tag space 0.
   explicit CommNet(std::shared_ptr<Transport> transport);
@@ -26,23 +29,23 @@ class CommNet {
   /// `space`, which the caller took from this rank's Transport (takeFreeSpaces) and which the view gives
   /// back when it is destroyed. Throws Error(InvalidArgument) for a rank or space out of range.
   CommNet(const CommNet& parent, const std::vector<int>& members, int rank, uint32_t space);
-  ~CommNet();
+  ~CommNet() override;
   CommNet(const CommNet&) = delete;
   CommNet& operator=(const CommNet&) = delete;
 
-  int rank() const { return rank_; }
-  int nranks() const { return int(ranks_.size()); }
+  int rank() const override { return rank_; }
+  int nranks() const override { return int(ranks_.size()); }
   /// This communicator's tag space (0 for the Transport's creator).
   uint32_t space() const { return space_; }
   Transport& transport() const { return *transport_; }
   const Capabilities& capabilities() const { return transport_->capabilities(); }
 
-  /// Transport::isend / irecv to the communicator's rank `peer`, with `tag` <= kMaxSpaceTag.
-  Request isend(int peer, uint64_t tag, const void* buf, size_t bytes);
-  Request irecv(int peer, uint64_t tag, void* buf, size_t bytes);
-  void progress() { transport_->progress(); }
+  /// Transport::isend / irecv to the communicator's rank `peer`, with `tag` <= kMaxSpaceTag (= kMaxTag).
+  Request isend(int peer, uint64_t tag, const void* buf, size_t bytes) override;
+  Request irecv(int peer, uint64_t tag, void* buf, size_t bytes) override;
+  void progress() override { transport_->progress(); }
   /// Transport::poll with this view's Waiter.
-  void poll(Deadline until) { transport_->poll(until, &waiter_); }
+  void poll(Deadline until) override { transport_->poll(until, &waiter_); }
   /// Transport::wait with this view's Waiter, by `deadline` (default: the Transport's timeout).
   Status wait(std::span<Request> requests, Deadline deadline) { return transport_->wait(requests, deadline, &waiter_); }
   Status wait(std::span<Request> requests) { return wait(requests, transport_->defaultDeadline()); }

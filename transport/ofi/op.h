@@ -1,7 +1,6 @@
 // State of one isend/irecv/iwrite shared by its Request and the rails that carry its chunks.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -15,23 +14,19 @@ class MrCache;
 
 namespace detail {
 
-struct Op {
+/// One operation; its done/failed/status/bytes (transport::RequestState) are written under the Transport's
+/// lock by whichever thread reads the completion, and read without it through Request.
+struct Op : transport::RequestState {
   bool send = false;          ///< transmit direction (sends and writes share the per-peer send queue)
   bool write = false;         ///< an RMA write (send is true as well)
   int peer = 0;
   uint64_t userTag = 0;
   uint8_t* buf = nullptr;
-  size_t bytes = 0;
   size_t chunkBytes = 0;
   uint32_t nchunks = 1;
   uint32_t railOffset = 0;    ///< chunk c travels on rail (c + railOffset) % rails
   uint32_t completed = 0;     ///< chunks finished
   uint32_t outstanding = 0;   ///< chunks posted to a provider and not yet finished
-  // Written under the Transport's lock by whichever thread reads the completion; read without it through
-  // Request (done and failed are published after status, so a reader that sees them sees status).
-  std::atomic<bool> failed{false};
-  std::atomic<bool> done{false};
-  Status status;
   Clock::time_point start;
   MemoryRegion* mr[kMaxRails] = {};
   MrCache* mrCache[kMaxRails] = {};

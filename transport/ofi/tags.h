@@ -37,15 +37,6 @@ constexpr uint64_t makeUserTag(uint32_t id, uint32_t seq) {
   return (uint64_t(id & 0xfffu) << 12) | (seq & 0xfffu);
 }
 
-/// A collective's message: its number among the call's messages with that peer in that direction (low 11
-/// bits kept) and the call's number (low 12 bits kept). Bit 23 stays clear: it marks point-to-point.
-constexpr uint64_t collectiveTag(uint32_t message, uint32_t call) { return makeUserTag(message & 0x7ffu, call); }
-
-inline constexpr uint64_t kP2pTagBit = uint64_t{1} << (kSpaceTagBits - 1);
-/// A point-to-point message: bit 23, then its number among all point-to-point messages between the pair in
-/// that direction (low 23 bits kept), so that sends and receives match in order across calls and groups.
-constexpr uint64_t p2pTag(uint64_t message) { return kP2pTagBit | (message & (kP2pTagBit - 1)); }
-
 /// The user tag on the Transport of `tag` (<= kMaxSpaceTag) sent in tag space `space`.
 constexpr uint64_t spaceTag(uint32_t space, uint64_t tag) {
   return (uint64_t(space & (kMaxTagSpaces - 1)) << kSpaceTagBits) | (tag & kMaxSpaceTag);

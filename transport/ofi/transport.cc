@@ -18,14 +18,6 @@
 
 namespace conflux::ofi {
 
-bool Request::done() const { return op_ == nullptr || op_->done; }
-Status Request::status() const {
-  if (op_ == nullptr) return Status(Code::InvalidUsage, "ofi: empty request");
-  return op_->done || op_->failed ? op_->status : Status(Code::InProgress, "ofi: request in progress");
-}
-bool Request::failed() const { return op_ != nullptr && op_->failed; }
-size_t Request::bytes() const { return op_ ? op_->bytes : 0; }
-
 Waiter::Waiter() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   if (fd_ < 0) throw Error(Code::SystemError, "ofi: eventfd for a waiter failed: errno " + std::to_string(errno));
 }
@@ -314,13 +306,13 @@ Status Transport::wait(std::span<Request> requests, Deadline deadline, Waiter* w
     if (allDone) break;
     // A failed operation ends the wait at once (its other chunks may still be posted).
     for (Request& r : requests) {
-      if (r.op_ && r.op_->failed) return r.op_->status;
+      if (r.failed()) return r.state()->status;
     }
     const auto now = Clock::now();
     if (now >= deadline) {
       std::lock_guard lock(mutex_);
       for (Request& r : requests) {
-        if (!r.done()) return timeoutStatus(*r.op_);
+        if (!r.done()) return timeoutStatus(*static_cast<const detail::Op*>(r.state()));
       }
       continue;
     }
@@ -332,7 +324,7 @@ Status Transport::wait(std::span<Request> requests, Deadline deadline, Waiter* w
   }
   for (Request& r : requests) {
     if (!r.valid()) return Status(Code::InvalidUsage, "ofi: wait on an empty request");
-    if (!r.op_->status.isOk()) return r.op_->status;
+    if (!r.state()->status.isOk()) return r.state()->status;
   }
   return Status::ok();
 }

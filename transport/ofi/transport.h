@@ -27,11 +27,12 @@
 #include "core/error.h"
 #include "transport/ofi/rma.h"
 #include "transport/ofi/tags.h"
+#include "transport/transport.h"
 
 namespace conflux::ofi {
 
-using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
+using Clock = transport::Clock;
+using Deadline = transport::Deadline;
 
 /// All-gather of equal-sized byte blobs: takes this rank's blob, returns every rank's blob
 /// concatenated in rank order (nranks * blob size bytes). The bootstrap provides it.
@@ -81,25 +82,9 @@ struct Capabilities {
 
 namespace detail { struct Op; }
 
-/// One posted send, receive or write. Cheap to copy (shared state); the buffer must stay valid until done.
-class Request {
- public:
-  Request() = default;
-  bool valid() const { return op_ != nullptr; }
-  /// True once every chunk completed or the operation failed (updated by test/progress/wait).
-  bool done() const;
-  /// True once a chunk failed (the operation may still have chunks posted until done()).
-  bool failed() const;
-  /// Ok, the error that ended the operation (names the peer and the operation), or InProgress.
-  Status status() const;
-  /// Bytes of the message.
-  size_t bytes() const;
-
- private:
-  friend class Transport;
-  explicit Request(std::shared_ptr<detail::Op> op) : op_(std::move(op)) {}
-  std::shared_ptr<detail::Op> op_;
-};
+/// One posted send, receive or write (transport/transport.h): cheap to copy, its buffer stays in use until
+/// done().
+using Request = transport::Request;
 
 /// A registration of [addr, addr+bytes) with one rail's domain, owned by that rail's cache.
 struct MemoryRegion {

@@ -1,0 +1,92 @@
+// conflux::transport: what the executor needs from a transport that carries whole messages between ranks.
+//
+// A MessageTransport posts a send or a receive of one message (a buffer, its size, a peer and a tag) and
+// hands back a Request that completes when the bytes have left (send) or arrived (receive). Messages
+// between one pair with equal tags match in the order both sides posted them; send and receive sizes
+// must match. progress() moves posted messages without blocking; poll() may also block until something
+// could have completed or a deadline passes, so that a waiting rank does not burn its core. The executor
+// (algorithms/executor.h) drives one per communicator for the peers on other nodes and knows nothing else
+// of the transport behind it: libfabric (transport/ofi/comm_net.h) in the library, in-memory fakes that
+// delay, reorder and fail messages in tests (tests/unit/fake_transport.h).
+//
+// Tags are 24 bits (kMaxTag); the executor's two layouts are below.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "core/error.h"
+
+namespace conflux::transport {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+/// What one posted message's Request sees. A transport derives its operation state from it and sets
+/// `status` before it sets `failed` or `done` (release), so a reader that sees either sees the status.
+struct RequestState {
+  std::atomic<bool> done{false};    ///< finished: every byte moved, or failed with nothing left in flight
+  std::atomic<bool> failed{false};  ///< an error ended it (`status`); it may still be in flight until done
+  Status status;
+  size_t bytes = 0;                 ///< the message's size
+};
+
+/// One posted send or receive. Cheap to copy (shared state); its buffer stays in use until done().
+class Request {
+ public:
+  Request() = default;
+  explicit Request(std::shared_ptr<RequestState> state) : state_(std::move(state)) {}
+  bool valid() const { return state_ != nullptr; }
+  /// True once the message moved or the operation failed (updated by the transport's progress).
+  bool done() const { return state_ == nullptr || state_->done.load(std::memory_order_acquire); }
+  /// True once the operation failed (it may be in flight until done()).
+  bool failed() const { return state_ != nullptr && state_->failed.load(std::memory_order_acquire); }
+  /// Ok, the error that ended it (naming the peer and the operation), or InProgress.
+  Status status() const {
+    if (state_ == nullptr) return Status(Code::InvalidUsage, "empty request");
+    return done() || failed() ? state_->status : Status(Code::InProgress, "request in progress");
+  }
+  size_t bytes() const { return state_ ? state_->bytes : 0; }
+  /// The transport's state of this operation.
+  RequestState* state() const { return state_.get(); }
+
+ private:
+  std::shared_ptr<RequestState> state_;
+};
+
+class MessageTransport {
+ public:
+  /// The largest tag a caller may pass.
+  static constexpr uint64_t kMaxTag = (uint64_t{1} << 24) - 1;
+
+  virtual ~MessageTransport() = default;
+  virtual int rank() const = 0;
+  virtual int nranks() const = 0;
+  /// Starts sending `bytes` from `buf` to `peer` with `tag` (<= kMaxTag). Errors (a bad peer or tag, a
+  /// broken link) come back through the request.
+  virtual Request isend(int peer, uint64_t tag, const void* buf, size_t bytes) = 0;
+  /// Starts receiving exactly `bytes` into `buf` from `peer` with `tag`.
+  virtual Request irecv(int peer, uint64_t tag, void* buf, size_t bytes) = 0;
+  /// Moves posted messages along without blocking.
+  virtual void progress() = 0;
+  /// Progresses, and may block until a message could have completed or `until` passes (briefly: callers
+  /// check their requests, their other peers and their deadlines after each poll).
+  virtual void poll(Deadline until) = 0;
+};
+
+/// A collective's message: its number among the call's messages with that peer in that direction (low 11
+/// bits kept) and the call's number (low 12 bits kept). Bit 23 stays clear: it marks point-to-point.
+constexpr uint64_t collectiveTag(uint32_t message, uint32_t call) {
+  return (uint64_t(message & 0x7ffu) << 12) | (call & 0xfffu);
+}
+
+inline constexpr uint64_t kP2pTagBit = uint64_t{1} << 23;
+/// A point-to-point message: bit 23, then its number among all point-to-point messages between the pair in
+/// that direction (low 23 bits kept), so that sends and receives match in order across calls and groups.
+constexpr uint64_t p2pTag(uint64_t message) { return kP2pTagBit | (message & (kP2pTagBit - 1)); }
+
+}  // namespace conflux::transport
