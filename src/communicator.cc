@@ -63,8 +63,10 @@ std::unique_ptr<CommunicatorImpl> CommunicatorImpl::create(const bootstrap::Uniq
 CommunicatorImpl::~CommunicatorImpl() {
 #if CONFLUX_HAVE_OFI
   // A failed call may have left receives posted into scratch_ and work_. A child that shares its parent's
-  // endpoints does not close them, so those buffers stay with the Transport until it closes.
+  // endpoints does not close them, so those buffers stay with the Transport until it closes, and its tag
+  // space is not given to another child (the receives would take that child's messages).
   if (net_ != nullptr && net_->space() != 0 && hasError_.load()) {
+    net_->retireSpace();
     net_->transport().keepUntilClosed(
         std::make_shared<std::pair<std::vector<std::byte>, ExecWorkspace>>(std::move(scratch_), std::move(work_)));
   }

@@ -231,6 +231,45 @@ TEST(CommSplit, ChildrenShareTheParentsEndpointsAcrossNodes) {
   ::rmdir(dir);
 }
 
+// A child whose call failed (rank 0 all-reduces alone and times out) leaves its tag space taken on the
+// failed rank when it goes: the next child of the same ranks gets space 2, not the space whose receives
+// may still be posted.
+TEST(CommSplit, AFailedChildsTagSpaceIsNotReused) {
+  char dir[] = "/tmp/conflux-retire-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string logDir = dir;
+  RunOptions opts;
+  opts.env = {{"CONFLUX_DEBUG", "INFO"}, {"CONFLUX_DEBUG_SUBSYS", "INIT"}, {"CONFLUX_DEBUG_FILE", logDir + "/%p.log"}};
+  auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    simulateNode(rank);
+    cfxComm_t world;
+    if (cfxCommInitRank(&world, n, id, rank) != cfxSuccess) return 2;
+    cfxConfig_t shortTimeout = CFX_CONFIG_INITIALIZER;
+    shortTimeout.timeoutMs = 300;
+    cfxComm_t first = nullptr, second = nullptr;
+    EXPECT_EQ(cfxCommSplit(world, 0, rank, &first, &shortTimeout), cfxSuccess) << cfxGetLastError(world);
+    if (first == nullptr) return 1;
+    if (rank == 0) {
+      std::vector<float> v(1000, 1.0f);
+      EXPECT_EQ(cfxAllReduce(v.data(), v.data(), v.size(), cfxFloat32, cfxSum, first, nullptr), cfxTimeout);
+    }
+    EXPECT_EQ(cfxCommDestroy(first), cfxSuccess);
+    EXPECT_EQ(cfxCommSplit(world, 0, rank, &second, nullptr), cfxSuccess) << cfxGetLastError(world);
+    if (second == nullptr) return 1;
+    checkChild(second, rank, 0 + 1, 2, rank);
+    const std::string log = logDir + "/" + std::to_string(::getpid()) + ".log";
+    EXPECT_EQ(linesContaining(log, "(the split parent's endpoints) in tag space 1"), 1) << log;
+    EXPECT_EQ(linesContaining(log, "(the split parent's endpoints) in tag space 2"), 1)
+        << "the second child takes space 2: rank 0 keeps space 1 taken (" << log << ")";
+    EXPECT_EQ(cfxCommDestroy(second), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(world), cfxSuccess);
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+  for (const auto& o : out) ::unlink((logDir + "/" + std::to_string(o.pid) + ".log").c_str());
+  ::rmdir(dir);
+}
+
 // cfxCommCreateGroup: only the members call it (here ranks 4, 1, 2 of five, in that order, over two
 // simulated nodes); the group ranks by the list, sends through the parent's endpoints, and works beside
 // the parent. Bad lists are refused, naming the argument, before anything is exchanged.

@@ -29,7 +29,7 @@ CommNet::CommNet(const CommNet& parent, const std::vector<int>& members, int ran
 }
 
 CommNet::~CommNet() {
-  if (space_ != 0) transport_->releaseSpaces(uint32_t{1} << space_);
+  if (space_ != 0 && !retired_) transport_->releaseSpaces(uint32_t{1} << space_);
 }
 
 Request CommNet::isend(int peer, uint64_t tag, const void* buf, size_t bytes) {

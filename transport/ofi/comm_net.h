@@ -51,6 +51,10 @@ class CommNet : public transport::MessageTransport {
   Status wait(std::span<Request> requests) { return wait(requests, transport_->defaultDeadline()); }
   Status wait(Request& request) { return wait(std::span<Request>(&request, 1)); }
 
+  /// Keeps this view's tag space taken after the view goes: a failed call may have left receives posted
+  /// in it, which would take the messages of a later communicator given the same space.
+  void retireSpace() { retired_ = true; }
+
  private:
   /// The Transport's rank of `peer` (-1 when out of range) and tag (kMaxUserTag + 1 when too large):
   /// the Transport fails the request, naming the peer and the tag.
@@ -61,6 +65,7 @@ class CommNet : public transport::MessageTransport {
   std::vector<int> ranks_;  ///< communicator rank -> the Transport's rank
   int rank_ = 0;
   uint32_t space_ = 0;
+  bool retired_ = false;
   Waiter waiter_;
 };
 
