@@ -1,5 +1,6 @@
 // The C ABI boundary: every exported function converts exceptions and Status into cfxResult_t in one place
-// (guarded) and records the message as the calling thread's last error.
+// (guarded, c_api_shared.h) and records the message as the calling thread's last error. The calls on a
+// communicator are here; making and ending communicators is in c_api_comm.cc.
 #include <cstddef>
 #include <cstring>
 #include <map>
@@ -10,116 +11,38 @@
 #include <vector>
 
 #include "conflux/conflux.h"
-#include "core/bootstrap/launcher_env.h"
-#include "core/bootstrap/unique_id.h"
-#include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "src/c_api_shared.h"
 #include "src/communicator.h"
 #include "src/device_memory.h"
 #include "src/group.h"
-#include "src/store_registry.h"
 #include "src/validate.h"
 #include "src/vector_collectives.h"
 #include "transport/shm/shared_memory.h"
 
-namespace conflux {
-/// One cfxCommRegister: the handle is the address of this record.
-struct Registration {
-  void* buff = nullptr;
-  size_t size = 0;
-};
-}  // namespace conflux
+namespace conflux::capi {
 
-namespace conflux {
-/// One op made by cfxRedOpCreatePreMulSum: its handle is cfxNumOps + its index in cfxComm::premulOps.
-struct PremulOp {
-  bool inUse = false;
-  DataType dtype = DataType::Float32;
-  uint64_t bits = 0;             ///< cfxScalarHostImmediate: the value
-  const void* ptr = nullptr;     ///< cfxScalarDevice: where the value is read at each call
-};
-}  // namespace conflux
+std::string& lastError() {
+  thread_local std::string message;
+  return message;
+}
 
-struct cfxComm {
-  std::unique_ptr<conflux::CommunicatorImpl> impl;
-  std::mutex registrationsMutex;
-  std::map<void*, std::unique_ptr<conflux::Registration>> registrations;  // by handle
-  std::mutex opsMutex;
-  std::vector<conflux::PremulOp> premulOps;  // slots; destroyed ones are reused
-};
+cfxResult_t record(const char* fn, const Status& s, const cfxComm* comm) {
+  if (s.isOk()) return cfxSuccess;
+  lastError() = std::string(fn);
+  if (comm != nullptr && comm->impl && !comm->impl->name().empty()) lastError() += " [comm " + comm->impl->name() + "]";
+  lastError() += ": " + s.message();
+  CFX_LOG(Info, kAll, "%s", lastError().c_str());
+  return static_cast<cfxResult_t>(s.code());
+}
+
+}  // namespace conflux::capi
 
 namespace conflux {
 namespace {
 
-thread_local std::string tlsLastError;
-
-cfxResult_t record(const char* fn, const Status& s, const cfxComm* comm = nullptr) {
-  if (s.isOk()) return cfxSuccess;
-  tlsLastError = std::string(fn);
-  if (comm != nullptr && comm->impl && !comm->impl->name().empty()) tlsLastError += " [comm " + comm->impl->name() + "]";
-  tlsLastError += ": " + s.message();
-  CFX_LOG(Info, kAll, "%s", tlsLastError.c_str());
-  return static_cast<cfxResult_t>(s.code());
-}
-
-/// Runs `body` and converts its Status or exception into a result code and the last-error message
-/// (which names `comm` when it has a name).
-template <class F>
-cfxResult_t guarded(const char* fn, F&& body, const cfxComm* comm = nullptr) {
-  try {
-    return record(fn, body(), comm);
-  } catch (const Error& e) {
-    return record(fn, e.status(), comm);
-  } catch (const std::bad_alloc&) {
-    return record(fn, Status(Code::SystemError, "out of memory"), comm);
-  } catch (const std::exception& e) {
-    return record(fn, Status(Code::InternalError, e.what()), comm);
-  }
-}
-
-/// The per-communicator settings of a cfxConfig_t (NULL: none), each bad field named.
-Status readConfig(const cfxConfig_t* config, CommOptions& out, int* splitShare) {
-  if (config == nullptr) return Status::ok();
-  // A caller built against an older header passes a smaller struct: fields past its size are unset (and
-  // a newer one's extra fields are ignored), so the struct can grow without breaking binaries.
-  if (config->magic != CFX_CONFIG_MAGIC || config->size < offsetof(cfxConfig_t, timeoutMs)) {
-    return Status(Code::InvalidArgument, "config: not initialised with CFX_CONFIG_INITIALIZER (magic " +
-                                             std::to_string(config->magic) + ", size " + std::to_string(config->size) + ")");
-  }
-  auto has = [&](size_t offset, size_t bytes) { return config->size >= offset + bytes; };
-  if (has(offsetof(cfxConfig_t, timeoutMs), sizeof(int)) && config->timeoutMs != CFX_CONFIG_UNDEF_INT) {
-    if (config->timeoutMs < 1) {
-      return Status(Code::InvalidArgument, "config->timeoutMs: " + std::to_string(config->timeoutMs) + " must be >= 1");
-    }
-    out.timeoutMs = config->timeoutMs;
-  }
-  if (has(offsetof(cfxConfig_t, commName), sizeof(const char*)) && config->commName != nullptr) {
-    out.name = std::string(config->commName).substr(0, 63);
-  }
-  if (splitShare != nullptr && has(offsetof(cfxConfig_t, splitShare), sizeof(int)) &&
-      config->splitShare != CFX_CONFIG_UNDEF_INT) {
-    if (config->splitShare != 0 && config->splitShare != 1) {
-      return Status(Code::InvalidArgument, "config->splitShare: " + std::to_string(config->splitShare) + " must be 0 or 1");
-    }
-    *splitShare = config->splitShare;
-  }
-  return Status::ok();
-}
-
-/// An enum argument's value read as the int it is passed as (no enum load: any value is well defined).
-template <class E>
-int rawEnum(const E& e) {
-  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
-  int v;
-  std::memcpy(&v, &e, sizeof v);
-  return v;
-}
-
-Status checkComm(const cfxComm* comm) {
-  if (comm == nullptr || !comm->impl) return Status(Code::InvalidArgument, "comm is NULL");
-  return Status::ok();
-}
+using namespace capi;
 
 /// A stream orders calls on device buffers; host buffers complete before the call returns and take none.
 Status checkStream(cfxStream_t stream, bool touchesDevice) {
@@ -226,26 +149,11 @@ cfxResult_t pointToPoint(const char* fn, bool isSend, const void* buf, size_t co
   }, comm);
 }
 
-/// The body of cfxCommInitRank and cfxCommInitRankConfig.
-Status initRank(cfxComm_t* comm, int nranks, const cfxUniqueId& commId, int rank, const cfxConfig_t* config) {
-  if (comm == nullptr) return Status(Code::InvalidArgument, "comm is NULL");
-  if (nranks < 1) return Status(Code::InvalidArgument, "nranks: " + std::to_string(nranks) + " must be >= 1");
-  if (rank < 0 || rank >= nranks) {
-    return Status(Code::InvalidArgument, "rank: " + std::to_string(rank) + " is not in [0, " + std::to_string(nranks) + ")");
-  }
-  CommOptions options;
-  if (Status s = readConfig(config, options, nullptr); !s) return s;
-  bootstrap::UniqueId id = bootstrap::decode(commId);
-  auto c = std::make_unique<cfxComm>();
-  c->impl = CommunicatorImpl::create(id, nranks, rank, claimRendezvous(id), options);
-  *comm = c.release();
-  return Status::ok();
-}
-
 }  // namespace
 }  // namespace conflux
 
 using namespace conflux;
+using namespace conflux::capi;
 
 extern "C" {
 
@@ -263,91 +171,6 @@ cfxResult_t cfxGetFeatures(unsigned int* features) {
     *features = (CONFLUX_HAVE_CUDA ? CFX_FEATURE_CUDA : 0u) | (CONFLUX_C_API_HAVE_OFI ? CFX_FEATURE_OFI : 0u);
     return Status::ok();
   });
-}
-
-cfxResult_t cfxGetUniqueId(cfxUniqueId* uniqueId) {
-  return guarded("cfxGetUniqueId", [&]() -> Status {
-    if (uniqueId == nullptr) return Status(Code::InvalidArgument, "uniqueId is NULL");
-    *uniqueId = bootstrap::encode(startRendezvous(/*allLocal=*/true));
-    return Status::ok();
-  });
-}
-
-cfxResult_t cfxGetUniqueIdForNodes(cfxUniqueId* uniqueId, int spansNodes) {
-  return guarded("cfxGetUniqueIdForNodes", [&]() -> Status {
-    if (uniqueId == nullptr) return Status(Code::InvalidArgument, "uniqueId is NULL");
-    *uniqueId = bootstrap::encode(startRendezvous(/*allLocal=*/spansNodes == 0));
-    return Status::ok();
-  });
-}
-
-cfxResult_t cfxCommInitRank(cfxComm_t* comm, int nranks, cfxUniqueId commId, int rank) {
-  if (comm != nullptr) *comm = nullptr;
-  return guarded("cfxCommInitRank", [&]() -> Status { return initRank(comm, nranks, commId, rank, nullptr); });
-}
-
-cfxResult_t cfxCommInitRankConfig(cfxComm_t* comm, int nranks, cfxUniqueId commId, int rank,
-                                  const cfxConfig_t* config) {
-  if (comm != nullptr) *comm = nullptr;
-  return guarded("cfxCommInitRankConfig", [&]() -> Status { return initRank(comm, nranks, commId, rank, config); });
-}
-
-cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* newcomm, const cfxConfig_t* config) {
-  if (newcomm != nullptr) *newcomm = nullptr;
-  return guarded("cfxCommSplit", [&]() -> Status {
-    if (Status s = checkComm(comm); !s) return s;
-    if (newcomm == nullptr) return Status(Code::InvalidArgument, "newcomm is NULL");
-    if (color < 0 && color != CFX_SPLIT_NOCOLOR) {
-      return Status(Code::InvalidArgument, "color: " + std::to_string(color) + " must be >= 0 or CFX_SPLIT_NOCOLOR");
-    }
-    if (group::active()) return Status(Code::InvalidUsage, "cfxCommSplit cannot be called inside a group");
-    CommOptions options;
-    int share = 1;
-    if (Status s = readConfig(config, options, &share); !s) return s;
-    std::unique_ptr<CommunicatorImpl> child = comm->impl->split(color, key, options, share == 1);
-    if (child == nullptr) return Status::ok();
-    auto c = std::make_unique<cfxComm>();
-    c->impl = std::move(child);
-    *newcomm = c.release();
-    return Status::ok();
-  }, comm);
-}
-
-cfxResult_t cfxCommCreateGroup(cfxComm_t comm, int nranks, const int* ranks, cfxComm_t* newcomm,
-                               const cfxConfig_t* config) {
-  if (newcomm != nullptr) *newcomm = nullptr;
-  return guarded("cfxCommCreateGroup", [&]() -> Status {
-    if (Status s = checkComm(comm); !s) return s;
-    if (newcomm == nullptr) return Status(Code::InvalidArgument, "newcomm is NULL");
-    const int size = comm->impl->nranks(), me = comm->impl->rank();
-    if (nranks < 1 || nranks > size) {
-      return Status(Code::InvalidArgument, "nranks: " + std::to_string(nranks) + " must be 1.." + std::to_string(size));
-    }
-    if (ranks == nullptr) return Status(Code::InvalidArgument, "ranks is NULL");
-    std::vector<int> members(ranks, ranks + nranks);
-    std::vector<char> seen(static_cast<size_t>(size), 0);
-    for (int i = 0; i < nranks; ++i) {
-      const int r = members[static_cast<size_t>(i)];
-      if (r < 0 || r >= size) {
-        return Status(Code::InvalidArgument, "ranks[" + std::to_string(i) + "]: " + std::to_string(r) +
-                                                 " is not a rank of comm (" + std::to_string(size) + " ranks)");
-      }
-      if (seen[static_cast<size_t>(r)]++) {
-        return Status(Code::InvalidArgument, "ranks[" + std::to_string(i) + "]: rank " + std::to_string(r) + " is listed twice");
-      }
-    }
-    if (!seen[static_cast<size_t>(me)]) {
-      return Status(Code::InvalidArgument, "ranks: the calling rank " + std::to_string(me) + " is not listed (only members call it)");
-    }
-    if (group::active()) return Status(Code::InvalidUsage, "cfxCommCreateGroup cannot be called inside a group");
-    CommOptions options;
-    int share = 1;
-    if (Status s = readConfig(config, options, &share); !s) return s;
-    auto c = std::make_unique<cfxComm>();
-    c->impl = comm->impl->createGroup(members, options, share == 1);
-    *newcomm = c.release();
-    return Status::ok();
-  }, comm);
 }
 
 cfxResult_t cfxRedOpCreatePreMulSum(cfxRedOp_t* op, void* scalar, cfxDataType_t datatype,
@@ -396,31 +219,6 @@ cfxResult_t cfxRedOpDestroy(cfxRedOp_t op, cfxComm_t comm) {
   }, comm);
 }
 
-cfxResult_t cfxCommInitFromEnv(cfxComm_t* comm) {
-  if (comm != nullptr) *comm = nullptr;
-  return guarded("cfxCommInitFromEnv", [&]() -> Status {
-    if (comm == nullptr) return Status(Code::InvalidArgument, "comm is NULL");
-    auto timeout = std::chrono::milliseconds(config::getInt(config::Var::TIMEOUT_MS));
-    bootstrap::EnvBootstrap env = bootstrap::resolveFromEnvironment(bootstrap::defaultEnvLookup(), timeout);
-    CFX_INFO(kInit, "launcher environment: %s, rank %d of %d", env.source.c_str(), env.rank, env.nranks);
-    auto impl = CommunicatorImpl::create(env.id, env.nranks, env.rank, env.server);
-    env.finish();
-    auto c = std::make_unique<cfxComm>();
-    c->impl = std::move(impl);
-    *comm = c.release();
-    return Status::ok();
-  });
-}
-
-cfxResult_t cfxCommDestroy(cfxComm_t comm) {
-  return guarded("cfxCommDestroy", [&]() -> Status {
-    if (comm == nullptr) return Status(Code::InvalidArgument, "comm is NULL");
-    group::forget(comm->impl.get());
-    delete comm;
-    return Status::ok();
-  });
-}
-
 cfxResult_t cfxMemAlloc(void** ptr, size_t size) {
   return guarded("cfxMemAlloc", [&]() -> Status {
     if (ptr == nullptr) return Status(Code::InvalidArgument, "ptr is NULL");
@@ -464,54 +262,6 @@ cfxResult_t cfxCommDeregister(const cfxComm_t comm, void* handle) {
     if (comm->registrations.erase(handle) == 0) {
       return Status(Code::InvalidArgument, "handle is not a registration of this communicator");
     }
-    return Status::ok();
-  });
-}
-
-cfxResult_t cfxCommAbort(cfxComm_t comm) {
-  return guarded("cfxCommAbort", [&]() -> Status {
-    if (Status s = checkComm(comm); !s) return s;
-    comm->impl->abort();
-    return Status::ok();
-  });
-}
-
-cfxResult_t cfxCommGetAsyncError(cfxComm_t comm, cfxResult_t* asyncError) {
-  return guarded("cfxCommGetAsyncError", [&]() -> Status {
-    if (Status s = checkComm(comm); !s) return s;
-    if (asyncError == nullptr) return Status(Code::InvalidArgument, "asyncError is NULL");
-    Status e = comm->impl->asyncError();
-    *asyncError = static_cast<cfxResult_t>(e.code());
-    if (!e.isOk()) tlsLastError = "cfxCommGetAsyncError: " + e.message();
-    return Status::ok();
-  });
-}
-
-cfxResult_t cfxCommCount(const cfxComm_t comm, int* count) {
-  return guarded("cfxCommCount", [&]() -> Status {
-    if (Status s = checkComm(comm); !s) return s;
-    if (count == nullptr) return Status(Code::InvalidArgument, "count is NULL");
-    *count = comm->impl->nranks();
-    return Status::ok();
-  });
-}
-
-cfxResult_t cfxCommUserRank(const cfxComm_t comm, int* rank) {
-  return guarded("cfxCommUserRank", [&]() -> Status {
-    if (Status s = checkComm(comm); !s) return s;
-    if (rank == nullptr) return Status(Code::InvalidArgument, "rank is NULL");
-    *rank = comm->impl->rank();
-    return Status::ok();
-  });
-}
-
-cfxResult_t cfxCommLocalRank(const cfxComm_t comm, int* localRank, int* localSize) {
-  return guarded("cfxCommLocalRank", [&]() -> Status {
-    if (Status s = checkComm(comm); !s) return s;
-    if (localRank == nullptr) return Status(Code::InvalidArgument, "localRank is NULL");
-    if (localSize == nullptr) return Status(Code::InvalidArgument, "localSize is NULL");
-    *localRank = comm->impl->localRank();
-    *localSize = comm->impl->localSize();
     return Status::ok();
   });
 }
@@ -605,6 +355,6 @@ const char* cfxGetErrorString(cfxResult_t result) {
   return codeName(static_cast<Code>(result));
 }
 
-const char* cfxGetLastError(cfxComm_t /*comm*/) { return tlsLastError.c_str(); }
+const char* cfxGetLastError(cfxComm_t /*comm*/) { return lastError().c_str(); }
 
 }  // extern "C"
