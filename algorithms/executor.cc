@@ -293,8 +293,8 @@ class RankExecutor {
     }
     // Every inter-node operation of earlier rounds has completed, so nothing is posted into the old
     // buffers when they grow.
-    if (work_.bounce.size() < bounceBytes) work_.bounce.resize(bounceBytes);
-    if (work_.scaledBounce.size() < scaledBytes) work_.scaledBounce.resize(scaledBytes);
+    growBounce(work_.bounce, bounceBytes);
+    growBounce(work_.scaledBounce, scaledBytes);
     for (uint32_t i = 0; i < round.numOps; ++i) {
       const Op& op = plan_.ops[round.firstOp + i];
       if (!isCommOp(op.kind)) continue;
@@ -345,6 +345,12 @@ class RankExecutor {
     st.complete = true;
     --netPending_;
     return true;
+  }
+  /// Grows a bounce buffer; the transport forgets the old one first (it may hold registrations of it).
+  void growBounce(std::vector<std::byte>& buf, uint64_t bytes) {
+    if (buf.size() >= bytes) return;
+    env_.net->forget(buf.data(), buf.size());
+    buf = std::vector<std::byte>(bytes);
   }
   void progressNetQueues() { env_.net->progress(); }
   void pollNet(Clock::time_point until) { env_.net->poll(until); }

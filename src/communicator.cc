@@ -62,13 +62,20 @@ std::unique_ptr<CommunicatorImpl> CommunicatorImpl::create(const bootstrap::Uniq
 
 CommunicatorImpl::~CommunicatorImpl() {
 #if CONFLUX_HAVE_OFI
-  // A failed call may have left receives posted into scratch_ and work_. A child that shares its parent's
-  // endpoints does not close them, so those buffers stay with the Transport until it closes, and its tag
-  // space is not given to another child (the receives would take that child's messages).
-  if (net_ != nullptr && net_->space() != 0 && hasError_.load()) {
-    net_->retireSpace();
+  if (net_ == nullptr) return;
+  if (hasError_.load()) {
+    // A failed call may have left receives posted into scratch_ and work_, and the Transport may outlive
+    // this communicator (split children share it, the parent's or their own): those buffers stay with it
+    // until it closes, and a child's tag space is not given to another (the receives would take that
+    // child's messages).
+    if (net_->space() != 0) net_->retireSpace();
     net_->transport().keepUntilClosed(
         std::make_shared<std::pair<std::vector<std::byte>, ExecWorkspace>>(std::move(scratch_), std::move(work_)));
+  } else {
+    // Nothing is posted: the buffers go, and with them any registration of them in a shared cache.
+    net_->forget(scratch_.data(), scratch_.size());
+    net_->forget(work_.bounce.data(), work_.bounce.size());
+    net_->forget(work_.scaledBounce.data(), work_.scaledBounce.size());
   }
 #endif
 }
@@ -327,7 +334,10 @@ Status CommunicatorImpl::runLocked(const CallArgs& a) {
            static_cast<unsigned long long>(a.count), std::string(dataTypeName(a.dtype)).c_str(),
            std::string(redOpName(a.op)).c_str(), a.root, plan->algorithm.c_str(), cached->selection.reason.c_str());
 
-  if (scratch_.size() < plan->scratchBytes) scratch_.resize(plan->scratchBytes);
+  if (scratch_.size() < plan->scratchBytes) {
+    if (env_.net != nullptr) env_.net->forget(scratch_.data(), scratch_.size());  // stale registrations
+    scratch_ = std::vector<std::byte>(plan->scratchBytes);
+  }
   bufs.send = static_cast<const std::byte*>(a.send);
   bufs.recv = static_cast<std::byte*>(a.recv);
   bufs.scratch = scratch_.data();

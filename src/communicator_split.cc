@@ -140,7 +140,12 @@ std::shared_ptr<ofi::CommNet> CommunicatorImpl::shareParentNet(bootstrap::Bootst
   }
   const uint32_t space = lowestSpace(common);
   std::shared_ptr<ofi::CommNet> view;
-  if (space != 0) view = std::make_shared<ofi::CommNet>(*options.parentNet, options.parentRanks, rank_, space);
+  try {
+    if (space != 0) view = std::make_shared<ofi::CommNet>(*options.parentNet, options.parentRanks, rank_, space);
+  } catch (...) {
+    parent->releaseSpaces(offered);
+    throw;
+  }
   if (parent != nullptr) parent->releaseSpaces(space != 0 ? offered & ~(uint32_t{1} << space) : offered);
   if (space == 0) {
     CFX_INFO(kInit, "rank %d: split child opens network endpoints of its own (%s)", rank_,

@@ -76,6 +76,13 @@ class MessageTransport {
   /// Progresses, and may block until a message could have completed or `until` passes (briefly: callers
   /// check their requests, their other peers and their deadlines after each poll).
   virtual void poll(Deadline until) = 0;
+  /// The caller is about to free [ptr, ptr+bytes) (no operation of it is posted): a transport that keeps
+  /// registrations of memory it carried drops those covering it, so that new memory at the same
+  /// addresses is not sent or received through stale ones. Default: nothing to drop.
+  virtual void forget(const void* ptr, size_t bytes) {
+    (void)ptr;
+    (void)bytes;
+  }
 };
 
 /// A collective's message: its number among the call's messages with that peer in that direction (low 11

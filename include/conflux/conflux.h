@@ -191,7 +191,11 @@ CFX_API cfxResult_t cfxCommCreateGroup(cfxComm_t comm, int nranks, const int* ra
 /// sources are tried and how the rendezvous address and secret are found.
 CFX_API cfxResult_t cfxCommInitFromEnv(cfxComm_t* comm);
 
-/// Destroys a communicator and frees every resource it holds. Safe after an error or an abort.
+/// Destroys a communicator and frees every resource it holds. Safe after an error or an abort. After a
+/// failed call, messages a peer still sends may land in that call's buffers until the communicator's
+/// network endpoints close: with its own endpoints, here; when it shares them (a split child, or a parent
+/// with live children), when the last communicator sharing them is destroyed. Keep the buffers of a
+/// failed call until then (the library keeps its own).
 CFX_API cfxResult_t cfxCommDestroy(cfxComm_t comm);
 
 /// Marks the communicator as aborted: calls blocked in it (in any thread) return cfxAborted, peers see

@@ -46,6 +46,7 @@ class CommNet : public transport::MessageTransport {
   void progress() override { transport_->progress(); }
   /// Transport::poll with this view's Waiter.
   void poll(Deadline until) override { transport_->poll(until, &waiter_); }
+  void forget(const void* ptr, size_t bytes) override { transport_->invalidate(ptr, bytes); }
   /// Transport::wait with this view's Waiter, by `deadline` (default: the Transport's timeout).
   Status wait(std::span<Request> requests, Deadline deadline) { return transport_->wait(requests, deadline, &waiter_); }
   Status wait(std::span<Request> requests) { return wait(requests, transport_->defaultDeadline()); }

@@ -199,6 +199,7 @@ Rail::PostResult Rail::postChunk(const std::shared_ptr<detail::Op>& opRef, uint3
     ssize_t rc = fi_tinject(ep_.get(), p, len, addr, tag);
     if (rc == -FI_EAGAIN) return PostResult::Again;
     ++op.outstanding;
+    ++finishedWithoutEntry_;  // done (or failed) here: no completion entry will say so
     if (rc == 0) {
       op.chunkDone();
       return PostResult::Posted;
@@ -219,6 +220,7 @@ Rail::PostResult Rail::postChunk(const std::shared_ptr<detail::Op>& opRef, uint3
       op.mr[r] = mrCache_->acquire(op.buf, op.bytes, &err);
       if (op.mr[r] == nullptr) {
         putSlot(slot);
+        ++finishedWithoutEntry_;
         op.fail(Status(err.code(), describeOp(op, cfg_.rank) + ": " + err.message()));
         return PostResult::Failed;
       }
@@ -240,6 +242,7 @@ Rail::PostResult Rail::postChunk(const std::shared_ptr<detail::Op>& opRef, uint3
   putSlot(slot);
   if (rc == -FI_EAGAIN) return PostResult::Again;
   const char* call = op.write ? "fi_writemsg" : op.send ? "fi_tsend" : "fi_trecv";
+  ++finishedWithoutEntry_;
   op.fail(Status(Code::SystemError, describeOp(op, cfg_.rank) + ": " + fiErrorMessage(call, int(rc))));
   return PostResult::Failed;
 }
@@ -286,7 +289,9 @@ int Rail::progress() {
   const int n = readCompletions();
   again_ = false;
   if (!active_.empty()) pumpAll();
-  return n;
+  const int finished = n + finishedWithoutEntry_;
+  finishedWithoutEntry_ = 0;
+  return finished;
 }
 
 void Rail::completeSlot(Slot* slot) {

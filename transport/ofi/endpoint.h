@@ -44,7 +44,9 @@ class Rail {
 
   /// Queues the op's chunks first, first + rails, ... on this rail and posts what flow control allows.
   void enqueue(const std::shared_ptr<detail::Op>& op, uint32_t firstChunk);
-  /// Reads completions, then posts queued chunks. Returns the number of completions read.
+  /// Reads completions, then posts queued chunks. Returns the number of completions read plus the chunks
+  /// that finished or failed at posting (fi_tinject, post errors) since the last call: anything another
+  /// thread may be waiting for.
   int progress();
   /// Ends every queued or posted op with `status` (used before the rail is closed).
   void abortAll(const Status& status);
@@ -110,6 +112,7 @@ class Rail {
   size_t txCap_ = 0, rxCap_ = 0;
   size_t posted_[2] = {0, 0};     ///< receives, sends posted on this rail
   bool again_ = false;            ///< -FI_EAGAIN seen since the last completion read
+  int finishedWithoutEntry_ = 0;  ///< chunks finished at posting since the last progress()
   std::vector<fi_addr_t> addrs_;  ///< by rank
   std::vector<Peer> peers_;
   std::deque<int> active_;        ///< peers with queued work

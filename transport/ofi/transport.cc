@@ -349,6 +349,12 @@ MrCacheStats Transport::mrCacheStats(int rail) const {
   return rails_[size_t(rail)]->mrCache().stats();
 }
 
+void Transport::invalidate(const void* ptr, size_t bytes) {
+  if (ptr == nullptr || bytes == 0) return;
+  std::lock_guard lock(mutex_);
+  for (auto& rail : rails_) rail->mrCache().invalidate(ptr, bytes);
+}
+
 uint32_t Transport::takeFreeSpaces() {
   std::lock_guard lock(mutex_);
   const uint32_t taken = freeSpaces_;

@@ -190,6 +190,9 @@ class Transport {
   /// Unpins a region from registerMemory; it stays cached until evicted.
   void release(MemoryRegion* region, int rail = 0);
   MrCacheStats mrCacheStats(int rail = 0) const;
+  /// Drops every rail's unpinned registrations overlapping [ptr, ptr+bytes): call before freeing memory
+  /// the Transport carried (MrCache caveat: the cache cannot see munmap).
+  void invalidate(const void* ptr, size_t bytes);
 
   /// Takes every tag space (tags.h) no communicator on this rank holds and returns them as a bitmask
   /// (bit s: space s), so that a split running at the same time on another thread cannot pick the same
