@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -158,6 +159,34 @@ int linesContaining(const std::string& path, const std::string& what) {
   return n;
 }
 
+/// Every rank's INIT log, one file per process (CONFLUX_DEBUG_FILE with %p) in a directory of its own,
+/// removed with the logs when this goes.
+class InitLogs {
+ public:
+  InitLogs() {
+    char dir[] = "/tmp/conflux-split-XXXXXX";
+    if (::mkdtemp(dir) == nullptr) std::abort();
+    dir_ = dir;
+  }
+  ~InitLogs() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  InitLogs(const InitLogs&) = delete;
+  InitLogs& operator=(const InitLogs&) = delete;
+  /// runRanks options that make each rank log there.
+  RunOptions options() const {
+    RunOptions opts;
+    opts.env = {{"CONFLUX_DEBUG", "INFO"}, {"CONFLUX_DEBUG_SUBSYS", "INIT"}, {"CONFLUX_DEBUG_FILE", dir_ + "/%p.log"}};
+    return opts;
+  }
+  /// The calling process's log.
+  std::string mine() const { return dir_ + "/" + std::to_string(::getpid()) + ".log"; }
+
+ private:
+  std::string dir_;
+};
+
 /// `calls` all-reduces on `comm` alternating 3 and 300000 floats, each rank adding its parent rank + 1;
 /// true when every result is the sum `want`.
 bool allReduces(cfxComm_t comm, int parentRank, float want, int calls) {
@@ -176,11 +205,7 @@ bool allReduces(cfxComm_t comm, int parentRank, float want, int calls) {
 // once, large and small, on every rank.
 #if CONFLUX_TEST_OFI
 TEST(CommSplit, ChildrenShareTheParentsEndpointsAcrossNodes) {
-  char dir[] = "/tmp/conflux-split-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::string logDir = dir;
-  RunOptions opts;
-  opts.env = {{"CONFLUX_DEBUG", "INFO"}, {"CONFLUX_DEBUG_SUBSYS", "INIT"}, {"CONFLUX_DEBUG_FILE", logDir + "/%p.log"}};
+  const InitLogs logs;
   auto out = runRanks(4, [&](int rank, int n, const cfxUniqueId& id) -> int {
     simulateNode(rank / 2);  // ranks 0,1 on node 0; 2,3 on node 1
     cfxComm_t world;
@@ -215,7 +240,7 @@ TEST(CommSplit, ChildrenShareTheParentsEndpointsAcrossNodes) {
     EXPECT_TRUE(worldOk) << "rank " << rank << ": the parent's all-reduces beside its child's";
     EXPECT_TRUE(childOk) << "rank " << rank << ": the child's all-reduces beside its parent's";
 
-    const std::string log = logDir + "/" + std::to_string(::getpid()) + ".log";
+    const std::string log = logs.mine();
     EXPECT_EQ(linesContaining(log, ") in tag space 0"), 2)
         << "the world and the splitShare = 0 child open endpoints (" << log << ")";
     EXPECT_EQ(linesContaining(log, "(the split parent's endpoints) in tag space 1"), 1) << "the child shares the world's";
@@ -225,21 +250,15 @@ TEST(CommSplit, ChildrenShareTheParentsEndpointsAcrossNodes) {
     EXPECT_EQ(cfxCommDestroy(child), cfxSuccess);
     EXPECT_EQ(cfxCommDestroy(world), cfxSuccess);
     return 0;
-  }, opts);
+  }, logs.options());
   EXPECT_TRUE(allSucceeded(out));
-  for (const auto& o : out) ::unlink((logDir + "/" + std::to_string(o.pid) + ".log").c_str());
-  ::rmdir(dir);
 }
 
 // A child whose call failed (rank 0 all-reduces alone and times out) leaves its tag space taken on the
 // failed rank when it goes: the next child of the same ranks gets space 2, not the space whose receives
 // may still be posted.
 TEST(CommSplit, AFailedChildsTagSpaceIsNotReused) {
-  char dir[] = "/tmp/conflux-retire-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::string logDir = dir;
-  RunOptions opts;
-  opts.env = {{"CONFLUX_DEBUG", "INFO"}, {"CONFLUX_DEBUG_SUBSYS", "INIT"}, {"CONFLUX_DEBUG_FILE", logDir + "/%p.log"}};
+  const InitLogs logs;
   auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
     simulateNode(rank);
     cfxComm_t world;
@@ -257,28 +276,22 @@ TEST(CommSplit, AFailedChildsTagSpaceIsNotReused) {
     EXPECT_EQ(cfxCommSplit(world, 0, rank, &second, nullptr), cfxSuccess) << cfxGetLastError(world);
     if (second == nullptr) return 1;
     checkChild(second, rank, 0 + 1, 2, rank);
-    const std::string log = logDir + "/" + std::to_string(::getpid()) + ".log";
+    const std::string log = logs.mine();
     EXPECT_EQ(linesContaining(log, "(the split parent's endpoints) in tag space 1"), 1) << log;
     EXPECT_EQ(linesContaining(log, "(the split parent's endpoints) in tag space 2"), 1)
         << "the second child takes space 2: rank 0 keeps space 1 taken (" << log << ")";
     EXPECT_EQ(cfxCommDestroy(second), cfxSuccess);
     EXPECT_EQ(cfxCommDestroy(world), cfxSuccess);
     return 0;
-  }, opts);
+  }, logs.options());
   EXPECT_TRUE(allSucceeded(out));
-  for (const auto& o : out) ::unlink((logDir + "/" + std::to_string(o.pid) + ".log").c_str());
-  ::rmdir(dir);
 }
 
 // cfxCommCreateGroup: only the members call it (here ranks 4, 1, 2 of five, in that order, over two
 // simulated nodes); the group ranks by the list, sends through the parent's endpoints, and works beside
 // the parent. Bad lists are refused, naming the argument, before anything is exchanged.
 TEST(CommCreateGroup, MembersOnlyInListOrder) {
-  char dir[] = "/tmp/conflux-group-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::string logDir = dir;
-  RunOptions opts;
-  opts.env = {{"CONFLUX_DEBUG", "INFO"}, {"CONFLUX_DEBUG_SUBSYS", "INIT"}, {"CONFLUX_DEBUG_FILE", logDir + "/%p.log"}};
+  const InitLogs logs;
   auto out = runRanks(5, [&](int rank, int n, const cfxUniqueId& id) -> int {
     simulateNode(rank < 3 ? 0 : 1);
     cfxComm_t world;
@@ -310,7 +323,7 @@ TEST(CommCreateGroup, MembersOnlyInListOrder) {
       const bool groupOk = allReduces(group, rank, 5 + 2 + 3, 20);
       other.join();
       EXPECT_TRUE(worldOk && groupOk) << "rank " << rank << ": world " << worldOk << ", group " << groupOk;
-      const std::string log = logDir + "/" + std::to_string(::getpid()) + ".log";
+      const std::string log = logs.mine();
       EXPECT_EQ(linesContaining(log, "(the split parent's endpoints) in tag space 1"), 1) << log;
       EXPECT_EQ(cfxCommDestroy(group), cfxSuccess);
     } else {
@@ -318,10 +331,8 @@ TEST(CommCreateGroup, MembersOnlyInListOrder) {
     }
     EXPECT_EQ(cfxCommDestroy(world), cfxSuccess);
     return 0;
-  }, opts);
+  }, logs.options());
   EXPECT_TRUE(allSucceeded(out));
-  for (const auto& o : out) ::unlink((logDir + "/" + std::to_string(o.pid) + ".log").c_str());
-  ::rmdir(dir);
 }
 #endif
 

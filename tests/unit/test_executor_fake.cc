@@ -69,6 +69,22 @@ std::vector<Status> runRanks(FakeFabric& fabric, int nranks, int timeoutMs,
   return out;
 }
 
+/// Builds `algo`'s plan for `p` (float32 sum) and runs it as the communicator's first collective.
+Status runCollective(Algo algo, const PlanParams& p, const float* send, float* recv, RankEnv& rank) {
+  const Plan plan = buildPlan(algo, p);
+  std::vector<std::byte> scratch(plan.scratchBytes);
+  ExecBuffers bufs;
+  bufs.send = reinterpret_cast<const std::byte*>(send);
+  bufs.recv = reinterpret_cast<std::byte*>(recv);
+  bufs.scratch = scratch.data();
+  ExecCall call;
+  call.coll = p.coll;
+  call.count = p.count;
+  call.root = p.root;
+  call.seq = 1;
+  return execute(plan, bufs, call, rank.env, rank.work);
+}
+
 /// Rank r's input element i (small integers: every sum is exact in float).
 float input(int r, uint64_t i) { return float((r * 7 + int(i % 13)) % 10); }
 
@@ -91,7 +107,7 @@ float expected(Collective c, int nranks, int root, uint64_t count, int r, uint64
 }
 
 /// Rank p's plan of `algo` for `c`, run on every rank over a fabric with `faults`; checks every output.
-void runCollective(Algo algo, Collective c, int nranks, uint64_t count, const Faults& faults) {
+void checkCollective(Algo algo, Collective c, int nranks, uint64_t count, const Faults& faults) {
   FakeFabric fabric(nranks, faults);
   const int root = nranks - 1;
   const std::string what = std::string(algoName(algo)) + " " + std::string(collectiveName(c)) + " on " +
@@ -106,23 +122,12 @@ void runCollective(Algo algo, Collective c, int nranks, uint64_t count, const Fa
     p.count = count;
     p.root = root;
     p.chunkBytes = 1024;  // several pipeline steps even at these counts
-    const Plan plan = buildPlan(algo, p);
     const BufferSizes sizes = bufferSizes(p);
     std::vector<float> send(sizes.send / 4);
     for (size_t i = 0; i < send.size(); ++i) send[i] = input(r, i);
     std::vector<float>& recv = recvs[size_t(r)];
     recv.assign(sizes.recv / 4, -1.0f);
-    std::vector<std::byte> scratch(plan.scratchBytes);
-    ExecBuffers bufs;
-    bufs.send = reinterpret_cast<const std::byte*>(send.data());
-    bufs.recv = reinterpret_cast<std::byte*>(recv.data());
-    bufs.scratch = scratch.data();
-    ExecCall call;
-    call.coll = c;
-    call.count = count;
-    call.root = root;
-    call.seq = 1;
-    return execute(plan, bufs, call, rank.env, rank.work);
+    return runCollective(algo, p, send.data(), recv.data(), rank);
   });
   for (int r = 0; r < nranks; ++r) {
     ASSERT_TRUE(status[size_t(r)].isOk()) << what << ": rank " << r << ": " << status[size_t(r)].message();
@@ -147,7 +152,7 @@ TEST(ExecutorOverFakeTransport, EveryMessagePassingPlanWithDelaysAndReordering) 
       for (int n : {2, 3, 5}) {
         if (!algoSupports(a, c, n)) continue;
         for (uint64_t count : {uint64_t{1}, uint64_t{1037}}) {
-          runCollective(a, c, n, count, Faults{seed++, 6, -1, 0});
+          checkCollective(a, c, n, count, Faults{seed++, 6, -1, 0});
           ++runs;
           if (HasFatalFailure()) return;
         }
@@ -203,17 +208,8 @@ TEST(ExecutorOverFakeTransport, AnInjectedFailureEndsTheCallOnEveryRank) {
     p.rank = r;
     p.count = 4096;
     p.chunkBytes = 1024;
-    const Plan plan = buildPlan(Algo::Ring, p);
     std::vector<float> data(4096, 1.0f);
-    std::vector<std::byte> scratch(plan.scratchBytes);
-    ExecBuffers bufs;
-    bufs.send = reinterpret_cast<const std::byte*>(data.data());
-    bufs.recv = reinterpret_cast<std::byte*>(data.data());
-    bufs.scratch = scratch.data();
-    ExecCall call;
-    call.count = 4096;
-    call.seq = 1;
-    return execute(plan, bufs, call, rank.env, rank.work);
+    return runCollective(Algo::Ring, p, data.data(), data.data(), rank);
   });
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(status[1].code(), Code::RemoteError) << status[1].message();

@@ -256,7 +256,9 @@ void Transport::progress() {
   progressLocked();
 }
 
-void Transport::pollLocked(std::unique_lock<std::mutex>& lock, Deadline until, Waiter& waiter) {
+void Transport::poll(Deadline until, Waiter* given) {
+  Waiter& waiter = given != nullptr ? *given : *ownWaiter_;
+  std::unique_lock lock(mutex_);
   progressLocked();
   // Something completed since this waiter last looked (maybe read by another thread): let it check.
   if (completions_ != waiter.seen_) {
@@ -277,11 +279,6 @@ void Transport::pollLocked(std::unique_lock<std::mutex>& lock, Deadline until, W
   }
   progressLocked();
   waiter.seen_ = completions_;
-}
-
-void Transport::poll(Deadline until, Waiter* waiter) {
-  std::unique_lock lock(mutex_);
-  pollLocked(lock, until, waiter != nullptr ? *waiter : *ownWaiter_);
 }
 
 bool Transport::test(Request& request) {

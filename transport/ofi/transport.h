@@ -207,7 +207,6 @@ class Transport {
  private:
   Transport();
   void progressLocked();
-  void pollLocked(std::unique_lock<std::mutex>& lock, Deadline until, Waiter& waiter);
   Request post(bool send, int peer, uint64_t tag, void* buf, size_t bytes);
   /// Cuts a validated op into chunks and queues them on the rails (chunk c on rail (c + offset) % rails).
   void submit(const std::shared_ptr<detail::Op>& op, uint32_t railOffset);
