@@ -1,10 +1,10 @@
-# Shared-memory transport tests (real processes via fork). `ctest -R Shm` selects them.
+# Shared-memory transport tests. They fork real processes, hence label multiproc; `ctest -R Shm` selects them.
 if(TARGET conflux_shm)
   conflux_add_test(test_shm
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shm_world.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_shm_channel.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_shm_sync.cc
     LIBS conflux_shm
-    LABELS unit
+    LABELS multiproc
     TIMEOUT 60)
 endif()
