@@ -1,4 +1,4 @@
-// The algorithm registry: names, support matrix, parameter validation and dispatch.
+// The registry of call strategies: names, support matrix, engines, parameter validation and plan dispatch.
 #include "algorithms/algorithms.h"
 
 #include <initializer_list>
@@ -29,15 +29,16 @@ constexpr uint32_t bits(std::initializer_list<Collective> cs) {
 constexpr uint32_t kEveryCollectiveButSendRecv = bits({C::AllReduce, C::Reduce, C::Broadcast, C::AllGather,
                                                        C::ReduceScatter, C::AllToAll});
 
-/// One algorithm: everything the library knows of it, in one row (adding an algorithm adds a row here
-/// and its cost in cost_model.cc).
+/// One strategy: everything the library knows of it, in one row (adding a plan algorithm adds a row here
+/// and, for the selector across nodes, its cost in cost_model.cc).
 struct Entry {
   Algo algo;
   std::string_view name;
-  uint32_t collectives;  ///< bit (1 << Collective) per collective it builds plans for
+  uint32_t collectives;  ///< bit (1 << Collective) per collective it runs
   bool staging;          ///< its plans use peer-visible staging memory (one node only)
   bool peerBuffers;      ///< its plans read and write the peers' own buffers (library-allocated memory)
-  Plan (*build)(const PlanParams&);
+  Plan (*build)(const PlanParams&);  ///< null for the strategies that run without a plan
+  Engine engine = Engine::Plan;
 };
 
 // In Algo order (checked below), which is also the order algosFor lists them in.
@@ -62,6 +63,11 @@ constexpr Entry kRegistry[] = {
      [](const PlanParams& p) { return sched::buildHierarchical(p, Algo::RecHalvingDoubling); }},
     {Algo::HierarchicalDbtree, "hier_dbtree", bits({C::AllReduce}), false, false,
      [](const PlanParams& p) { return sched::buildHierarchical(p, Algo::DoubleBinaryTree); }},
+    {Algo::Eager, "eager", kEveryCollectiveButSendRecv, false, false, nullptr, Engine::Eager},
+    {Algo::IpcOneShot, "ipc_oneshot", bits({C::AllReduce}), false, false, nullptr, Engine::CudaIpc},
+    {Algo::IpcTwoShot, "ipc_twoshot", bits({C::AllReduce}), false, false, nullptr, Engine::CudaIpc},
+    {Algo::Ipc, "ipc", bits({C::Reduce, C::Broadcast, C::AllGather, C::ReduceScatter, C::AllToAll}), false, false,
+     nullptr, Engine::CudaIpc},
 };
 static_assert(std::size(kRegistry) == kNumAlgos, "one registry row per Algo");
 
@@ -123,7 +129,20 @@ bool algoUsesPeerBuffers(Algo a) {
   return e != nullptr && e->peerBuffers;
 }
 
+Engine algoEngine(Algo a) {
+  const Entry* e = entry(a);
+  return e != nullptr ? e->engine : Engine::Plan;
+}
+
 std::vector<Algo> algosFor(Collective c) {
+  std::vector<Algo> out;
+  for (const Entry& e : kRegistry) {
+    if (e.engine == Engine::Plan && supportsCollective(e.algo, c)) out.push_back(e.algo);
+  }
+  return out;
+}
+
+std::vector<Algo> strategiesFor(Collective c) {
   std::vector<Algo> out;
   for (const Entry& e : kRegistry) {
     if (supportsCollective(e.algo, c)) out.push_back(e.algo);
@@ -133,6 +152,10 @@ std::vector<Algo> algosFor(Collective c) {
 
 Plan buildPlan(Algo a, const PlanParams& p) {
   if (!supportsCollective(a, p.coll)) sched::unsupported(std::string(algoName(a)), p.coll);
+  if (entry(a)->build == nullptr) {
+    throw Error(Code::InvalidArgument, "'" + std::string(algoName(a)) + "' runs " +
+                                           std::string(collectiveName(p.coll)) + " without a plan");
+  }
   validate(a, p);
   return entry(a)->build(p);
 }

@@ -256,6 +256,10 @@ double predictSeconds(Algo a, Collective c, uint64_t bytes, const CostShape& sha
     case Algo::OneShot:
     case Algo::TwoShot:
     case Algo::Direct:
+    case Algo::Eager:
+    case Algo::IpcOneShot:
+    case Algo::IpcTwoShot:
+    case Algo::Ipc:
       return -1;  // one node only: chosen by measured rules (selector.cc)
   }
   return -1;

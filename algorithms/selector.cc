@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "algorithms/plan_cost.h"
 #include "core/error.h"
 
 namespace conflux {
@@ -61,14 +62,72 @@ Selector::Selector(const std::string& forced) {
   }
 }
 
-std::optional<Algo> Selector::forced(Collective coll) const {
+std::optional<Algo> Selector::named(Collective coll) const {
   if (auto it = forcedPer_.find(coll); it != forcedPer_.end()) return it->second;
   return forcedAll_;
 }
 
+std::optional<Algo> Selector::forced(Collective coll) const {
+  std::optional<Algo> a = named(coll);
+  if (a && !algoSupports(*a, coll, 1)) return std::nullopt;
+  return a;
+}
+
+std::optional<uint64_t> Selector::eagerLimit(Collective coll, uint64_t configured, uint64_t capacity) const {
+  const std::optional<Algo> a = forced(coll);
+  if (!a) return configured;
+  if (*a == Algo::Eager) return capacity;
+  return std::nullopt;
+}
+
+Selection Selector::explainEager(Collective coll, uint64_t inputBytes, uint64_t limit, const CommShape& shape) const {
+  const std::string how = ": eager (each rank publishes its input in a slot, one flag per call, no barrier)";
+  if (forced(coll) == Algo::Eager) {
+    return {Algo::Eager, "forced by CONFLUX_ALGO (" + human(inputBytes) + " fit a slot of " + std::to_string(limit) +
+                             " B)" + how};
+  }
+  return {Algo::Eager, std::to_string(shape.nranks) + " ranks share memory and " + human(inputBytes) +
+                           " per rank <= " + std::to_string(limit) + " B (CONFLUX_EAGER_BYTES)" + how};
+}
+
+std::optional<Selection> Selector::selectIpc(Collective coll, uint64_t bytes, const IpcShape& shape,
+                                             bool explain) const {
+  if (const std::optional<Algo> f = forced(coll)) {
+    if (algoEngine(*f) != Engine::CudaIpc) return std::nullopt;
+    return Selection{*f, explain ? "forced by CONFLUX_ALGO" : ""};
+  }
+  if (coll != Collective::AllReduce) {
+    return Selection{Algo::Ipc, explain ? std::to_string(shape.nranks) +
+                                              " ranks reach each other's device memory: the CUDA-IPC kernel"
+                                        : ""};
+  }
+  // Two ranks: the two-shot moves as many bytes between them as the one-shot, with one synchronisation
+  // more, so the one-shot wins at every size (on an H200: 10.5 vs 15.3 us at 1 MiB, 350 vs 323 GB/s busbw
+  // at 16 MiB). Ranks sharing one GPU read the same memory either way: the one-shot won there up to
+  // 16 MiB too (4 ranks: 70.7 vs 42.6 GB/s at 1 MiB, 235 vs 229 at 16 MiB). Across GPUs the two-shot
+  // reads fewer bytes from peers, which pays above CONFLUX_CUDA_ONESHOT_BYTES.
+  constexpr uint64_t kOneGpuOneShotBytes = 16 << 20;
+  const uint64_t limit = shape.oneGpu ? std::max(shape.oneShotBytes, kOneGpuOneShotBytes) : shape.oneShotBytes;
+  const bool oneShot = shape.nranks == 2 || bytes <= limit;
+  Selection s{oneShot ? Algo::IpcOneShot : Algo::IpcTwoShot, ""};
+  if (!explain) return s;
+  if (shape.nranks == 2) {
+    s.reason = "2 ranks: the one-shot kernel moves as many bytes as the two-shot with one synchronisation less";
+  } else {
+    s.reason = std::to_string(shape.nranks) + " ranks" + (shape.oneGpu ? " on one GPU" : "") + " and " +
+               human(bytes) + (oneShot ? " <= " : " > ") + human(limit) +
+               (shape.oneGpu ? " (one GPU: at least 16 MiB)" : " (CONFLUX_CUDA_ONESHOT_BYTES)") +
+               (oneShot ? ": one-shot kernel (every rank reads every input)"
+                        : ": two-shot kernel (reduce-scatter, then all-gather)");
+  }
+  return s;
+}
+
 namespace {
-/// Whether the shape allows `a` at all (staging needs one node, peer buffers need mapped buffers).
+/// Whether the shape allows plan algorithm `a` at all (staging needs one node, peer buffers need mapped
+/// buffers); strategies of other engines never run as plans.
 bool shapeAllows(Algo a, const CommShape& shape) {
+  if (algoEngine(a) != Engine::Plan) return false;
   // Hierarchical plans need several nodes with the same number of ranks each (else they are a plain ring).
   const bool hier = a == Algo::Hierarchical || a == Algo::HierarchicalRhd || a == Algo::HierarchicalDbtree;
   if (hier && (shape.numNodes < 2 || shape.ranksPerNode < 1)) {
@@ -79,7 +138,7 @@ bool shapeAllows(Algo a, const CommShape& shape) {
 }  // namespace
 
 Selection Selector::select(Collective coll, uint64_t bytes, const CommShape& shape) const {
-  if (std::optional<Algo> forced = this->forced(coll)) {
+  if (std::optional<Algo> forced = named(coll)) {
     if (algoSupports(*forced, coll, shape.nranks) && shapeAllows(*forced, shape)) {
       return {*forced, "forced by CONFLUX_ALGO"};
     }
@@ -100,6 +159,24 @@ Selection Selector::supported(Selection s, Collective coll, const CommShape& sha
     }
   }
   return s;
+}
+
+std::string Selector::predictedTimes(const PlanParams& p, const CommShape& shape, uint64_t eagerBytes) const {
+  std::vector<CostedAlgo> ranked;
+  for (Algo a : algosFor(p.coll)) {
+    if (!algoSupports(a, p.coll, p.nranks) || !shapeAllows(a, shape)) continue;
+    try {
+      const double t = planSeconds(a, p, cost_);
+      if (t >= 0) ranked.push_back({a, t});
+    } catch (const Error&) {  // e.g. staging too small for this count: not a candidate
+    }
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const CostedAlgo& x, const CostedAlgo& y) { return x.seconds < y.seconds; });
+  std::string s = "predicted (" + cost_.source + "): ";
+  if (eagerBytes > 0) {
+    s += describeCandidates({{Algo::Eager, eagerSeconds(eagerBytes, p.nranks, cost_)}}) + "; plans: ";
+  }
+  return s + (ranked.empty() ? "none" : describeCandidates(ranked, 6));
 }
 
 Selection Selector::byDefault(Collective coll, uint64_t bytes, const CommShape& shape) const {

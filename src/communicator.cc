@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "algorithms/eager.h"
+#include "src/eager.h"
 #include "core/bootstrap/bootstrap.h"
 #include "core/bootstrap/store_client.h"
 #include "core/bootstrap/store_server.h"
@@ -173,7 +173,12 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     entryBarrier_ = b.finish();
   }
   const int64_t eagerWanted = config::getInt(config::Var::EAGER_BYTES);
-  eagerBytes_ = std::min<uint64_t>(eagerWanted > 0 ? static_cast<uint64_t>(eagerWanted) : 0, eagerCapacity());
+  const uint64_t eagerBytes = std::min<uint64_t>(eagerWanted > 0 ? static_cast<uint64_t>(eagerWanted) : 0, eagerCapacity());
+  for (int c = 0; c < kNumCollectives; ++c) {
+    if (static_cast<Collective>(c) == Collective::SendRecv) continue;
+    const std::optional<uint64_t> limit = selector_.eagerLimit(static_cast<Collective>(c), eagerBytes, eagerCapacity());
+    eager_[c] = EagerLimit{limit.has_value() && numNodes_ == 1, limit.value_or(0)};
+  }
   planCacheSize_ = static_cast<size_t>(std::max<int64_t>(0, config::getInt(config::Var::PLAN_CACHE)));
   shape_ = CommShape{nranks_, numNodes_, numNodes_ == 1};
   shape_.ranksPerNode = nodeLayout_->uniform() ? static_cast<int>(nodeLayout_->nodes.front().size()) : 0;
@@ -243,10 +248,12 @@ const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& 
   CommShape shape = shape_;
   shape.peerBuffers = peerBuffers;
   entry.selection = selector_.select(p.coll, bytes, shape);
-  if (rank_ == 0) {  // every rank chooses alike; one explanation per new plan (conflux-perf --explain)
-    CFX_INFO(kTuning, "%s of %llu bytes on %d ranks: %s, because %s", std::string(collectiveName(p.coll)).c_str(),
+  // Every rank chooses alike; one explanation per new plan (conflux-perf --explain), with every
+  // candidate's time predicted from its plan's rounds.
+  if (rank_ == 0 && log::enabled(log::Level::Info, log::kTuning)) {
+    CFX_INFO(kTuning, "%s of %llu bytes on %d ranks: %s, because %s; %s", std::string(collectiveName(p.coll)).c_str(),
              static_cast<unsigned long long>(bytes), nranks_, std::string(algoName(entry.selection.algo)).c_str(),
-             entry.selection.reason.c_str());
+             entry.selection.reason.c_str(), selector_.predictedTimes(p, shape, 0).c_str());
   }
   entry.plan = std::make_shared<const Plan>(buildPlan(entry.selection.algo, p));  // may throw
   if (numNodes_ > 1) {
@@ -289,6 +296,7 @@ DeviceCalls& CommunicatorImpl::device() {
     setup.nranks = nranks_;
     setup.oneNode = numNodes_ == 1;
     setup.timeoutMs = env_.timeoutMs;
+    setup.selector = &selector_;
     device_ = std::make_shared<DeviceCalls>(
         setup, [this](const CallArgs& h) { return runLocked(h); },
         [this](const std::vector<P2pOp>& ops) { return runP2pLocked(ops); });
@@ -298,26 +306,33 @@ DeviceCalls& CommunicatorImpl::device() {
 }
 #endif
 
+PlanParams CommunicatorImpl::planParamsOf(const CallArgs& a) const {
+  PlanParams p;
+  p.coll = a.coll;
+  p.nranks = nranks_;
+  p.rank = rank_;
+  p.count = a.count;
+  p.eltSize = static_cast<uint32_t>(dataTypeSize(a.dtype));
+  p.root = a.root;
+  p.stagingBytes = stagingBytes_;
+  p.chunkBytes = chunkBytes_;
+  if (numNodes_ > 1) p.layout = nodeLayout_;
+  return p;
+}
+
 Status CommunicatorImpl::runLocked(const CallArgs& a) {
   const auto elt = static_cast<uint32_t>(dataTypeSize(a.dtype));
   uint64_t scalar = a.scalarBits;  // PreMulSum: the executor reads the scalar from here
   if (a.op == RedOp::PreMulSum && a.scalarPtr != nullptr && !readSmallValue(&scalar, a.scalarPtr, elt)) {
     return Status(Code::CudaError, "op: cannot read the PreMulSum scalar from device memory");
   }
-  if (numNodes_ == 1 && eagerInputBytes(a.coll, a.count, elt, nranks_) <= eagerBytes_ && !selector_.forces(a.coll)) {
-    return runEagerCall(a, &scalar);
+  if (const EagerLimit& eager = eager_[static_cast<int>(a.coll)]; eager.on) {
+    if (const uint64_t input = eagerInputBytes(a.coll, a.count, elt, nranks_); input <= eager.maxBytes) {
+      return runEagerCall(a, &scalar, input);
+    }
   }
 
-  PlanParams p;
-  p.coll = a.coll;
-  p.nranks = nranks_;
-  p.rank = rank_;
-  p.count = a.count;
-  p.eltSize = elt;
-  p.root = a.root;
-  p.stagingBytes = stagingBytes_;
-  p.chunkBytes = chunkBytes_;
-  if (numNodes_ > 1) p.layout = nodeLayout_;
+  const PlanParams p = planParamsOf(a);
   const BufferSizes sizes = bufferSizes(p);
   ExecBuffers bufs;
   bool peerBuffers = false;
@@ -364,11 +379,20 @@ Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& siz
   return Status::ok();
 }
 
-Status CommunicatorImpl::runEagerCall(const CallArgs& a, const void* scalar) {
+Status CommunicatorImpl::runEagerCall(const CallArgs& a, const void* scalar, uint64_t inputBytes) {
+  const uint64_t limit = eager_[static_cast<int>(a.coll)].maxBytes;
   CFX_INFO(kColl, "%s count=%llu %s %s root=%d: eager (input fits an eager slot of %llu bytes)",
            std::string(collectiveName(a.coll)).c_str(), static_cast<unsigned long long>(a.count),
            std::string(dataTypeName(a.dtype)).c_str(), std::string(redOpName(a.op)).c_str(), a.root,
-           static_cast<unsigned long long>(eagerBytes_));
+           static_cast<unsigned long long>(limit));
+  // One explanation per new size, like planFor's (conflux-perf --explain); a bounded memo.
+  if (rank_ == 0 && log::enabled(log::Level::Info, log::kTuning) && explainedEager_.size() < 4096 &&
+      explainedEager_.emplace(a.coll, inputBytes).second) {
+    const Selection why = selector_.explainEager(a.coll, inputBytes, limit, shape_);
+    CFX_INFO(kTuning, "%s of %llu bytes per rank on %d ranks: eager, because %s; %s",
+             std::string(collectiveName(a.coll)).c_str(), static_cast<unsigned long long>(inputBytes), nranks_,
+             why.reason.c_str(), selector_.predictedTimes(planParamsOf(a), shape_, std::max<uint64_t>(inputBytes, 1)).c_str());
+  }
   EagerCall c;
   c.coll = a.coll;
   c.dtype = a.dtype;

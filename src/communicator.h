@@ -2,6 +2,7 @@
 // collective call into a plan, runs it and records errors.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -9,10 +10,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "algorithms/executor.h"
+#include "src/executor.h"
 #include "algorithms/plan.h"
 #include "algorithms/selector.h"
 #include "core/error.h"
@@ -141,7 +143,9 @@ class CommunicatorImpl {
   /// Steps 1-3 of src/direct_call.h: whether this call runs direct (then `bufs` has the peer tables).
   Status agreeOnDirect(const CallArgs& a, const BufferSizes& sizes, ExecBuffers& bufs, bool& direct);
   Status execute(const Plan& plan, const ExecBuffers& bufs, ExecCall call);
-  Status runEagerCall(const CallArgs& a, const void* scalar);
+  Status runEagerCall(const CallArgs& a, const void* scalar, uint64_t inputBytes);
+  /// What the plans need to know of call `a` on this communicator.
+  PlanParams planParamsOf(const CallArgs& a) const;
   Status runLocked(const CallArgs& a);
   Status runP2pLocked(const std::vector<P2pOp>& ops);
   /// The device-buffer path, made at the first call that touches CUDA memory (null until then).
@@ -171,8 +175,15 @@ class CommunicatorImpl {
 
   uint64_t seq_ = 0;                 // collectives so far (every rank makes each)
   uint64_t p2pBatches_ = 0;          // point-to-point batches so far (this rank's own count)
-  uint64_t eagerSeq_ = 0;            // eager calls so far (algorithms/eager.h)
-  uint64_t eagerBytes_ = 0;          // largest per-rank input sent eagerly (0: never)
+  uint64_t eagerSeq_ = 0;            // eager calls so far (src/eager.h)
+  /// Per collective: whether it may run eagerly, and the largest input (eagerInputBytes) that does
+  /// (CONFLUX_EAGER_BYTES, or a whole slot when CONFLUX_ALGO forces eager; off when it forces another).
+  struct EagerLimit {
+    bool on = false;
+    uint64_t maxBytes = 0;
+  };
+  std::array<EagerLimit, kNumCollectives> eager_{};
+  std::set<std::pair<Collective, uint64_t>> explainedEager_;  // rank 0 with TUNING logs: sizes explained
   uint64_t stagingEpoch_ = 0;
   uint64_t stagingBytes_ = 0;
   uint64_t chunkBytes_ = kPipelineChunkBytes;

@@ -106,7 +106,8 @@ Status DeviceCalls::run(const CallArgs& a, const Places& places) {
   if (Status e = asyncError(); !e) return e;
   if (setup_.nranks == 1) return runAlone(a);
   int device = -1;
-  if (ipcEligible(a, places, device)) {
+  // CONFLUX_ALGO may force a host strategy (the selector says no kernel): then the call is staged.
+  if (ipcEligible(a, places, device) && setup_.selector->selectIpc(a.coll, 0, IpcShape{}, false)) {
     if (Status s = ensureIpc(device); !s) return s;
     if (ipc_ != nullptr) return runIpc(a);
   }

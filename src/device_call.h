@@ -15,6 +15,8 @@
 
 #include <functional>
 #include <memory>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -38,6 +40,9 @@ class DeviceCalls {
     int nranks = 1;
     bool oneNode = true;
     int timeoutMs = 30000;
+    /// The communicator's selector (outlives this): picks the CUDA-IPC kernel, or staging when
+    /// CONFLUX_ALGO forces a host strategy.
+    const Selector* selector = nullptr;
   };
   /// `runHost` and `runP2pHost` run a call on host buffers (the communicator's own path, lock held).
   DeviceCalls(const Setup& setup, HostRun runHost, HostP2p runP2pHost);
@@ -65,8 +70,9 @@ class DeviceCalls {
   bool ipcEligible(const CallArgs& a, const Places& places, int& device) const;
   Status ensureIpc(int device);
   Status runIpc(const CallArgs& a);
-  /// Whether an all-reduce piece of `bytes` takes the one-shot kernel (else the two-shot).
-  bool oneShot(size_t bytes) const;
+  /// The selector's kernel for a piece of `bytes` of `a` (IPC set up); logs the reason for --explain once
+  /// per size on rank 0.
+  Algo ipcKernel(const CallArgs& a, size_t bytes);
   Status orderAfterPreviousIpc(CUstream_st* stream);
   Status runStaged(const CallArgs& a, const Places& places);
   /// A staged call: the host-side arguments and the device buffers they mirror (null: not staged).
@@ -97,6 +103,7 @@ class DeviceCalls {
   bool ipcStreamKnown_ = false;
   void* ipcSwitch_ = nullptr;   // cudaEvent_t ordering a new stream after the previous one
   std::vector<void*> pieceEvents_;  // cudaEvent_t marking each piece's copy to the host (reused)
+  std::set<std::pair<Collective, size_t>> explained_;  // rank 0 with TUNING logs: IPC sizes explained
 };
 
 }  // namespace conflux

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "core/log.h"
@@ -112,16 +113,18 @@ Status DeviceCalls::orderAfterPreviousIpc(cudaStream_t stream) {
   return Status::ok();
 }
 
-bool DeviceCalls::oneShot(size_t bytes) const {
-  // Two ranks: the two-shot moves as many bytes between them as the one-shot, with one synchronisation
-  // more, so the one-shot wins at every size (on an H200: 10.5 vs 15.3 us at 1 MiB, 350 vs 323 GB/s busbw
-  // at 16 MiB). Ranks sharing one GPU read the same memory either way: the one-shot won there up to
-  // 16 MiB too (4 ranks: 70.7 vs 42.6 GB/s at 1 MiB, 235 vs 229 at 16 MiB). Across GPUs the two-shot
-  // reads fewer bytes from peers, which pays above CONFLUX_CUDA_ONESHOT_BYTES.
-  constexpr size_t kOneGpuOneShotBytes = 16 << 20;
-  if (setup_.nranks == 2) return true;
-  if (ipc_->oneGpu()) return bytes <= std::max(oneShotBytes_, kOneGpuOneShotBytes);
-  return bytes <= oneShotBytes_;
+Algo DeviceCalls::ipcKernel(const CallArgs& a, size_t bytes) {
+  const IpcShape shape{setup_.nranks, ipc_->oneGpu(), oneShotBytes_};
+  const bool explain = setup_.rank == 0 && log::enabled(log::Level::Info, log::kTuning) && explained_.size() < 4096 &&
+                       explained_.emplace(a.coll, bytes).second;
+  const std::optional<Selection> s = setup_.selector->selectIpc(a.coll, bytes, shape, explain);
+  if (!s) return a.coll == Collective::AllReduce ? Algo::IpcTwoShot : Algo::Ipc;  // run() asked first: not reached
+  if (explain) {
+    CFX_INFO(kTuning, "%s of %zu bytes on %d ranks (device buffers): %s, because %s",
+             std::string(collectiveName(a.coll)).c_str(), bytes, setup_.nranks, std::string(algoName(s->algo)).c_str(),
+             s->reason.c_str());
+  }
+  return s->algo;
 }
 
 Status DeviceCalls::runIpc(const CallArgs& a) {
@@ -161,10 +164,11 @@ Status DeviceCalls::runIpc(const CallArgs& a) {
     c.recv = a.recv == nullptr ? nullptr : static_cast<std::byte*>(a.recv) + done * elt;
     c.count = n;
     c.gen = ++gen_;
+    const Algo kernel = ipcKernel(a, n * elt);
     cudaError_t e;
-    if (!allReduce) e = cuda::launchIpcCollective(kind, ipc_->peers(), c, stream);
-    else if (oneShot(n * elt)) e = cuda::launchIpcOneShot(ipc_->peers(), c, stream);
-    else e = cuda::launchIpcTwoShot(ipc_->peers(), c, stream);
+    if (kernel == Algo::IpcOneShot) e = cuda::launchIpcOneShot(ipc_->peers(), c, stream);
+    else if (kernel == Algo::IpcTwoShot) e = cuda::launchIpcTwoShot(ipc_->peers(), c, stream);
+    else e = cuda::launchIpcCollective(kind, ipc_->peers(), c, stream);
     if (e != cudaSuccess) return cudaFailure(std::string(collectiveName(a.coll)) + " (CUDA IPC) launch", e);
     done += n;
   }

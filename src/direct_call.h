@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "algorithms/executor.h"
+#include "src/executor.h"
 #include "core/types.h"
 #include "transport/shm/shared_memory.h"
 #include "transport/shm/shm_world.h"

@@ -5,7 +5,7 @@
 // between one pair with equal tags match in the order both sides posted them; send and receive sizes
 // must match. progress() moves posted messages without blocking; poll() may also block until something
 // could have completed or a deadline passes, so that a waiting rank does not burn its core. The executor
-// (algorithms/executor.h) drives one per communicator for the peers on other nodes and knows nothing else
+// (src/executor.h) drives one per communicator for the peers on other nodes and knows nothing else
 // of the transport behind it: libfabric (transport/ofi/comm_net.h) in the library, in-memory fakes that
 // delay, reorder and fail messages in tests (tests/unit/fake_transport.h).
 //

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "algorithms/algorithms.h"
-#include "algorithms/executor.h"
+#include "src/executor.h"
 #include "algorithms/plan.h"
 #include "bench_util.h"
 #include "conflux/conflux.h"

@@ -410,4 +410,42 @@ TEST(Api, InfoLogNamesTheAlgorithmAndTheReason) {
   EXPECT_TRUE(allSucceeded(out));
 }
 
+// CONFLUX_ALGO=eager is a strategy like the plans: forced, it takes every input that fits a slot even
+// with CONFLUX_EAGER_BYTES=0, falls back (saying why) for larger ones, and the TUNING explanations list
+// every candidate with its predicted time.
+TEST(Api, ForcedEagerAndExplanationsWithPredictedTimes) {
+  const std::string dir = ::testing::TempDir();
+  RunOptions opts;
+  opts.env = {{"CONFLUX_DEBUG", "INFO"}, {"CONFLUX_DEBUG_SUBSYS", "COLL,TUNING"},
+              {"CONFLUX_DEBUG_FILE", dir + "/conflux-eager-log-%p.txt"}, {"CONFLUX_ALGO", "allreduce=eager"},
+              {"CONFLUX_EAGER_BYTES", "0"}};
+  auto out = runRanks(3, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+    std::vector<float> v(1 << 16, 1.0f);
+    EXPECT_EQ(cfxAllReduce(v.data(), v.data(), 1000, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(v[999], 3.0f);
+    EXPECT_EQ(cfxAllReduce(v.data(), v.data(), v.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(v[0], 9.0f);
+    EXPECT_EQ(cfxBroadcast(v.data(), v.data(), 10, cfxFloat32, 0, comm, nullptr), cfxSuccess);  // not forced
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    const std::string path = dir + "/conflux-eager-log-" + std::to_string(getpid()) + ".txt";
+    const std::string log = readFile(path);
+    EXPECT_NE(log.find("allreduce count=1000 float32 sum root=0: eager"), std::string::npos) << log;
+    if (rank == 0) {  // the explanations come from rank 0
+      EXPECT_NE(log.find("allreduce of 4000 bytes per rank on 3 ranks: eager, because forced by CONFLUX_ALGO"),
+                std::string::npos) << log;
+      EXPECT_NE(log.find("predicted (defaults): eager "), std::string::npos) << log;
+      EXPECT_NE(log.find("; plans: oneshot "), std::string::npos) << log;
+      EXPECT_NE(log.find("CONFLUX_ALGO=eager does not apply to allreduce here"), std::string::npos) << log;
+      // CONFLUX_EAGER_BYTES=0 keeps the broadcast, which nothing forces, off the eager path.
+      EXPECT_EQ(log.find("broadcast of 40 bytes per rank"), std::string::npos) << log;
+      EXPECT_NE(log.find("broadcast of 40 bytes on 3 ranks: oneshot"), std::string::npos) << log;
+    }
+    std::remove(path.c_str());
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
 }  // namespace

@@ -99,7 +99,8 @@ INSTANTIATE_TEST_SUITE_P(
     Algos, ForcedAlgorithm,
     ::testing::Values(AlgoCase{"ring", 3}, AlgoCase{"ring", 4}, AlgoCase{"rhd", 3}, AlgoCase{"rhd", 6},
                       AlgoCase{"tree", 5}, AlgoCase{"dbtree", 4}, AlgoCase{"dbtree", 7}, AlgoCase{"oneshot", 3},
-                      AlgoCase{"twoshot", 5}, AlgoCase{"pairwise", 4}, AlgoCase{"direct", 3}),
+                      AlgoCase{"twoshot", 5}, AlgoCase{"pairwise", 4}, AlgoCase{"direct", 3}, AlgoCase{"eager", 3},
+                      AlgoCase{"eager", 4}),
     [](const auto& p) { return std::string(p.param.algo) + "_" + std::to_string(p.param.nranks) + "ranks"; });
 
 #if CONFLUX_TEST_OFI

@@ -19,7 +19,7 @@ conflux_add_test(test_simulator_hier
 target_compile_options(test_simulator_hier PRIVATE -O2)
 conflux_add_test(test_cost_model
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cost_model.cc
-  LIBS conflux_runtime
+  LIBS conflux_algorithms
   LABELS unit)
 # The executor in one process over the fake message transport (fake_transport.h): threads as ranks.
 conflux_add_test(test_executor_fake

@@ -3,9 +3,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "algorithms/cost_model.h"
+#include "algorithms/plan_cost.h"
 #include "algorithms/selector.h"
 #include "core/error.h"
 
@@ -149,6 +151,132 @@ TEST(Selector, AcrossNodesTakesTheCheapestCandidateAndNamesThem) {
   local.nranks = 4;
   const Selection one = sel.select(Collective::AllReduce, 64ull << 20, local);
   EXPECT_EQ(one.algo, Algo::TwoShot);
+}
+
+TEST(Selector, EagerIsAStrategyLikeTheOthers) {
+  constexpr uint64_t kConfigured = 4064, kSlot = 4064;
+  // By default every collective but send/recv may run eagerly up to CONFLUX_EAGER_BYTES.
+  EXPECT_EQ(Selector().eagerLimit(Collective::AllReduce, 1024, kSlot), 1024u);
+  // Forced: up to a whole slot, whatever CONFLUX_EAGER_BYTES says (0 included).
+  EXPECT_EQ(Selector("eager").eagerLimit(Collective::AllGather, 0, kSlot), kSlot);
+  // Another strategy forced for the collective keeps it off the eager path; one that does not support
+  // the collective (ring has no all-to-all) leaves the default.
+  EXPECT_FALSE(Selector("ring").eagerLimit(Collective::AllReduce, kConfigured, kSlot).has_value());
+  EXPECT_EQ(Selector("ring").eagerLimit(Collective::AllToAll, kConfigured, kSlot), kConfigured);
+  EXPECT_EQ(Selector("allreduce=ring").eagerLimit(Collective::Broadcast, kConfigured, kSlot), kConfigured);
+  EXPECT_EQ(Selector("allreduce=eager,broadcast=tree").eagerLimit(Collective::AllReduce, 8, kSlot), kSlot);
+  CommShape local;
+  local.nranks = 3;
+  EXPECT_NE(Selector().explainEager(Collective::AllReduce, 64, 4064, local).reason.find("64 B per rank <= 4064 B"),
+            std::string::npos);
+  EXPECT_NE(Selector("eager").explainEager(Collective::AllReduce, 64, 4064, local).reason.find("forced by CONFLUX_ALGO"),
+            std::string::npos);
+  // A call too large for a slot goes to the plans, which say that the forced strategy does not apply.
+  const Selection big = Selector("eager").select(Collective::AllReduce, 1 << 20, local);
+  EXPECT_EQ(big.algo, Algo::TwoShot);
+  EXPECT_NE(big.reason.find("CONFLUX_ALGO=eager does not apply to allreduce"), std::string::npos) << big.reason;
+  EXPECT_THROW(Selector("eagre"), Error);
+}
+
+TEST(Selector, CudaIpcKernelsAreChosenAndForcedHere) {
+  IpcShape four{4, false, 256 << 10};
+  auto kernel = [](const Selector& s, Collective c, uint64_t bytes, const IpcShape& shape) {
+    const std::optional<Selection> k = s.selectIpc(c, bytes, shape, true);
+    return k ? k->algo : Algo::Ring;  // Ring: staged through host memory
+  };
+  const Selector sel;
+  EXPECT_EQ(kernel(sel, Collective::AllReduce, 256 << 10, four), Algo::IpcOneShot);
+  EXPECT_EQ(kernel(sel, Collective::AllReduce, (256 << 10) + 4, four), Algo::IpcTwoShot);
+  EXPECT_NE(sel.selectIpc(Collective::AllReduce, 1 << 20, four, true)->reason.find("1 MiB > 256 KiB"), std::string::npos);
+  EXPECT_TRUE(sel.selectIpc(Collective::AllReduce, 1 << 20, four, false)->reason.empty());  // no strings unasked
+  // Two ranks, and ranks sharing one GPU up to 16 MiB: one-shot.
+  EXPECT_EQ(kernel(sel, Collective::AllReduce, 64 << 20, IpcShape{2, false, 256 << 10}), Algo::IpcOneShot);
+  EXPECT_EQ(kernel(sel, Collective::AllReduce, 16 << 20, IpcShape{4, true, 256 << 10}), Algo::IpcOneShot);
+  EXPECT_EQ(kernel(sel, Collective::AllReduce, 32 << 20, IpcShape{4, true, 256 << 10}), Algo::IpcTwoShot);
+  EXPECT_EQ(kernel(sel, Collective::AllGather, 8, four), Algo::Ipc);
+  // Forcing: a kernel, or a host strategy (staged); a forced kernel of another collective does not apply.
+  EXPECT_EQ(kernel(Selector("ipc_twoshot"), Collective::AllReduce, 8, four), Algo::IpcTwoShot);
+  EXPECT_EQ(kernel(Selector("allreduce=ipc_oneshot"), Collective::AllReduce, 64 << 20, four), Algo::IpcOneShot);
+  EXPECT_EQ(kernel(Selector("ipc_oneshot"), Collective::Broadcast, 8, four), Algo::Ipc);
+  EXPECT_EQ(kernel(Selector("ring"), Collective::AllReduce, 8, four), Algo::Ring);
+  EXPECT_EQ(kernel(Selector("allreduce=ring"), Collective::AllGather, 8, four), Algo::Ipc);
+  // The kernels never run as plans.
+  CommShape local;
+  local.nranks = 4;
+  const Selection plan = Selector("ipc_twoshot").select(Collective::AllReduce, 1 << 20, local);
+  EXPECT_EQ(plan.algo, Algo::TwoShot);
+  EXPECT_NE(plan.reason.find("CONFLUX_ALGO=ipc_twoshot does not apply"), std::string::npos) << plan.reason;
+}
+
+}  // namespace
+}  // namespace conflux
+
+namespace conflux {
+namespace {
+
+PlanParams blockLayoutParams(int nodes, int perNode, uint64_t bytes) {
+  PlanParams p;
+  p.coll = Collective::AllReduce;
+  p.nranks = nodes * perNode;
+  p.rank = 0;
+  p.eltSize = 4;
+  p.count = bytes / 4;
+  std::vector<int> nodeOf;
+  for (int r = 0; r < p.nranks; ++r) nodeOf.push_back(r / perNode);
+  p.layout = std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(nodeOf));
+  return p;
+}
+
+// The hand-derived formulas (cost_model.cc) and the plans' own rounds (plan_cost.cc) agree for the
+// schedules whose ranks move in lockstep, on several layouts, from 64 KiB (below, with a few elements
+// per rank, the plans skip empty steps the formulas count). The trees are pipelined across ranks, which
+// one rank's rounds do not show: their formulas are the model there, and they are not compared.
+TEST(PlanCost, AgreesWithTheFormulasOfLockstepSchedules) {
+  const CostParams params = rateLimitedLink();
+  for (auto [nodes, per] : {std::pair{2, 2}, {4, 2}, {2, 4}, {8, 1}, {4, 4}}) {
+    for (uint64_t bytes : {uint64_t{64} << 10, uint64_t{1} << 20, uint64_t{64} << 20}) {
+      const PlanParams p = blockLayoutParams(nodes, per, bytes);
+      const CostShape shape{p.nranks, nodes, per, true};
+      for (Algo a : {Algo::Ring, Algo::RecHalvingDoubling, Algo::Hierarchical, Algo::HierarchicalRhd}) {
+        const double formula = predictSeconds(a, Collective::AllReduce, bytes, shape, params);
+        const double plan = planSeconds(a, p, params);
+        ASSERT_GT(formula, 0) << algoName(a);
+        EXPECT_NEAR(plan / formula, 1.0, 0.1) << algoName(a) << " on " << nodes << "x" << per << ", " << bytes
+                                              << " bytes: plan " << plan * 1e6 << " us, formula " << formula * 1e6;
+      }
+    }
+  }
+}
+
+// Where a formula's assumption does not hold the plans tell: rhd's formula has only its distances >= L
+// cross nodes, but with 3 ranks per node the distance-1 and distance-2 exchanges cross too.
+TEST(PlanCost, SeesCrossingsTheRhdFormulaLeavesOut) {
+  const CostParams params = rateLimitedLink();
+  const PlanParams p = blockLayoutParams(3, 3, 1 << 20);
+  const double formula = predictSeconds(Algo::RecHalvingDoubling, Collective::AllReduce, 1 << 20, CostShape{9, 3, 3, true}, params);
+  EXPECT_GT(planSeconds(Algo::RecHalvingDoubling, p, params), 1.3 * formula);
+  // The hierarchical plans keep every crossing between ranks of equal local index: they still agree.
+  const double hier = predictSeconds(Algo::Hierarchical, Collective::AllReduce, 1 << 20, CostShape{9, 3, 3, true}, params);
+  EXPECT_NEAR(planSeconds(Algo::Hierarchical, p, params) / hier, 1.0, 0.1);
+}
+
+TEST(PlanCost, CostsTheSharedMemoryPlansTheFormulasLeaveOut) {
+  CostParams params;
+  PlanParams p;
+  p.nranks = 4;
+  p.eltSize = 4;
+  p.stagingBytes = 4 << 20;
+  for (uint64_t bytes : {uint64_t{4} << 10, uint64_t{4} << 20}) {
+    p.count = bytes / 4;
+    const double one = planSeconds(Algo::OneShot, p, params), two = planSeconds(Algo::TwoShot, p, params);
+    EXPECT_GT(one, 0);
+    EXPECT_GT(two, 0);
+    // Small: the one-shot's single barrier wins; large: the two-shot's split reduction does.
+    if (bytes < (64 << 10)) EXPECT_LT(one, two);
+    else EXPECT_LT(two, one);
+  }
+  EXPECT_LT(planSeconds(Algo::Eager, p, params), 0);  // no plan
+  EXPECT_LT(planSeconds(Algo::Pairwise, p, params), 0);  // no all-reduce
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "algorithms/algorithms.h"
-#include "algorithms/executor.h"
+#include "src/executor.h"
 #include "fake_transport.h"
 #include "test_shm_util.h"
 

@@ -88,7 +88,8 @@ TEST(PlanBufferSizes, PerCollective) {
 }
 
 TEST(AlgoRegistry, NamesRoundTrip) {
-  const char* names[] = {"ring", "rhd", "tree", "dbtree", "oneshot", "twoshot", "pairwise", "direct", "hier", "hier_rhd", "hier_dbtree"};
+  const char* names[] = {"ring",     "rhd",    "tree", "dbtree",   "oneshot", "twoshot",     "pairwise",    "direct",
+                         "hier",     "hier_rhd", "hier_dbtree", "eager", "ipc_oneshot", "ipc_twoshot", "ipc"};
   static_assert(std::size(names) == kNumAlgos);
   for (int i = 0; i < kNumAlgos; ++i) {
     const auto a = static_cast<Algo>(i);
@@ -115,6 +116,8 @@ TEST(AlgoRegistry, SupportMatrix) {
   }
   EXPECT_TRUE(algosFor(Collective::SendRecv).empty());
   EXPECT_EQ(algosFor(Collective::AllReduce).size(), 10u);  // hier, hier_rhd and hier_dbtree included
+  for (Algo a : algosFor(Collective::AllReduce)) EXPECT_EQ(algoEngine(a), Engine::Plan) << algoName(a);
+  EXPECT_TRUE(strategiesFor(Collective::SendRecv).empty());
   EXPECT_TRUE(algoSupports(Algo::Direct, Collective::AllToAll, 4));
   EXPECT_FALSE(algoSupports(Algo::Direct, Collective::SendRecv, 4));
   EXPECT_TRUE(algoUsesPeerBuffers(Algo::Direct));
@@ -146,6 +149,8 @@ TEST(AlgoRegistry, BuildPlanRejectsUnsupportedAndInvalid) {
   p = params(Collective::ReduceScatter, 4, 0, 8);
   p.stagingBytes = 8;  // needs two halves of n elements
   expectInvalid(Algo::OneShot, p, "stagingBytes 8 too small");
+  expectInvalid(Algo::Eager, params(Collective::AllReduce, 4, 0, 8), "'eager' runs allreduce without a plan");
+  expectInvalid(Algo::IpcTwoShot, params(Collective::AllReduce, 4, 0, 8), "ipc_twoshot");
 }
 
 TEST(AlgoPlans, NameAndZeroCount) {

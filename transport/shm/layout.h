@@ -94,7 +94,7 @@ struct alignas(64) CallSlot {
   std::atomic<int32_t> root;
 };
 
-/// A small collective's input, published with one flag (algorithms/eager.h has the protocol). The owner
+/// A small collective's input, published with one flag (src/eager.h has the protocol). The owner
 /// writes the descriptor fields and the payload, then stores seq (release); readers acquire seq and then
 /// read the rest. The fields and payload are rewritten only after every reader is known to be done, so
 /// they need not be atomic. The payload starts in the flag's cache line: 8 bytes travel in one line.

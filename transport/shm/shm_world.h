@@ -142,7 +142,7 @@ class ShmWorld {
   /// The error in this rank's slot, if any.
   virtual std::optional<SharedError> error() const = 0;
 
-  // --- Eager slots (small collectives; algorithms/eager.cc has the protocol). ---
+  // --- Eager slots (small collectives; src/eager.cc has the protocol). ---
   /// Local rank `localRank`'s eager slot for `parity` (0 or 1); own slot included.
   virtual EagerSlot& eagerSlot(int localRank, int parity) = 0;
   /// After storing an eager slot's flag: a seq_cst fence, then rings each peer that may sleep in

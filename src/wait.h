@@ -6,7 +6,7 @@
 #include <chrono>
 #include <string>
 
-#include "algorithms/executor.h"
+#include "src/executor.h"
 
 #include <sched.h>
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "algorithms/executor.h"
+#include "src/executor.h"
 #include "core/error.h"
 #include "core/types.h"
 

@@ -1,4 +1,4 @@
-#include "algorithms/call_check.h"
+#include "src/call_check.h"
 
 #include "core/types.h"
 

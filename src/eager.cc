@@ -15,15 +15,15 @@
 // Eager or not depends only on the call's arguments, so all ranks make the same eager calls and agree on k;
 // a rank whose arguments differ is caught by the descriptor check (or, if it took a plan instead, by the
 // call-descriptor check against its executor), not left hanging.
-#include "algorithms/eager.h"
+#include "src/eager.h"
 
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
-#include "algorithms/call_check.h"
-#include "algorithms/wait.h"
+#include "src/call_check.h"
+#include "src/wait.h"
 #include "core/log.h"
 #include "kernels/cpu/reduce.h"
 #include "transport/shm/layout.h"

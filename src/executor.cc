@@ -1,0 +1,269 @@
+// The executor's round loop: shared-memory sends and receives, the local operations, and the entry point
+// (executor.h has the semantics; rank_executor.h the class, split over three files).
+#include "src/executor.h"
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "src/rank_executor.h"
+
+namespace conflux::exec {
+namespace {
+
+// Every message occupies a multiple of 8 bytes of its channel, so each message starts 8-byte aligned and
+// no element (at most 8 bytes) ever straddles the ring's end. Both sides know the sizes from the plan.
+constexpr uint64_t kWireAlign = 8;
+constexpr uint64_t wireBytes(uint64_t b) { return (b + kWireAlign - 1) & ~(kWireAlign - 1); }
+constexpr std::byte kZeros[kWireAlign] = {};
+
+// With messages to or from other nodes in flight nobody rings the doorbell for their completions: a
+// waiting rank blocks on the transport's completion queues instead, this long at a time, so that shared-
+// memory peers and the health checks are still looked at often.
+constexpr Clock::duration kNetWait = std::chrono::milliseconds(1);
+// While shared-memory operations of the round are also unfinished: a peer's write rings the shared-memory
+// doorbell, which a rank blocked on the network's wait objects cannot hear, so it looks again this soon
+// (hierarchical plans mix both kinds in every round).
+constexpr Clock::duration kMixedNetWait = std::chrono::microseconds(50);
+
+}  // namespace
+
+Status RankExecutor::run() {
+  // Point-to-point batches are made by some ranks only: nothing to compare them with.
+  const bool checked = world_ != nullptr && env_.checkArgs && call_.seq != 0;
+  if (checked) publishCall();
+  for (size_t r = 0; r < plan_.rounds.size(); ++r) {
+    round_ = r;
+    Status s = runRound(plan_.rounds[r]);
+    if (!s) return s;
+  }
+  if (checked) {
+    Status s = checkPeerArgs();
+    if (!s) return fail(s, -1);
+  }
+  return Status::ok();
+}
+
+Status RankExecutor::runRound(const Round& round) {
+  states_.assign(round.numOps, OpState{});
+  for (uint32_t i = 0; i < round.numOps; ++i) {
+    const Op& op = plan_.ops[round.firstOp + i];
+    if (op.kind == OpKind::Barrier) states_[i].generation = world_->barrierArrive();
+  }
+  netPending_ = 0;
+  if (env_.net != nullptr) {
+    if (Status s = postNet(round); !s) return fail(s, -1);
+  }
+  Backoff backoff(env_);
+  bool progressedSinceCheck = false;
+  lastProgress_ = Clock::now();
+  for (;;) {
+    bool allDone = true;
+    bool progressed = progressComm(round, allDone);
+    if (netFailed_) return failNet(round);
+    if (allDone) break;
+    if (progressed) {
+      backoff.progressed();
+      progressedSinceCheck = true;
+      continue;
+    }
+    if (backoff.pause()) continue;
+    // Reading the clock only here keeps it off the fast path.
+    if (progressedSinceCheck) {
+      lastProgress_ = Clock::now();
+      progressedSinceCheck = false;
+    }
+    // Read the doorbell before the last check so that a ring in between is not lost.
+    uint32_t seen = world_->doorbell();
+    allDone = true;
+    if (progressComm(round, allDone)) {
+      backoff.respin();
+      progressedSinceCheck = true;
+      continue;
+    }
+    if (netFailed_) return failNet(round);
+    if (allDone) break;
+    Status s = checkHealth(round);
+    if (!s) return s;
+    if (netPending_ > 0) {
+      // Network completions ring no doorbell: block on the transport instead, briefly, so that
+      // shared-memory peers of this round are not left waiting long.
+      pollNet(Clock::now() + (shmPending_ ? kMixedNetWait : kNetWait));
+    } else {
+      world_->sleep(seen, kMaxSleepMs);
+    }
+    backoff.woke();
+  }
+  for (uint32_t i = 0; i < round.numOps; ++i) {
+    const Op& op = plan_.ops[round.firstOp + i];
+    if (!isCommOp(op.kind)) runLocal(op);
+  }
+  return Status::ok();
+}
+
+bool RankExecutor::progressComm(const Round& round, bool& allDone) {
+  bool progressed = false;
+  shmPending_ = false;
+  std::fill(sendBusy_.begin(), sendBusy_.end(), 0);
+  std::fill(recvBusy_.begin(), recvBusy_.end(), 0);
+  if (netPending_ > 0) progressNetQueues();
+  for (uint32_t i = 0; i < round.numOps; ++i) {
+    const Op& op = plan_.ops[round.firstOp + i];
+    OpState& st = states_[i];
+    if (st.complete || !isCommOp(op.kind)) continue;
+    if (op.kind != OpKind::Barrier && isRemote(op.peer)) {
+      progressed |= progressNet(op, st, i);
+      if (!st.complete) allDone = false;
+      continue;
+    }
+    switch (op.kind) {
+      case OpKind::Send:
+        // Messages to one peer leave in listed order: only the first unfinished one moves.
+        if (!sendBusy_[op.peer]) progressed |= progressSend(op, st);
+        if (!st.complete) sendBusy_[op.peer] = 1;
+        break;
+      case OpKind::Recv:
+      case OpKind::RecvReduce:
+        if (!recvBusy_[op.peer]) progressed |= progressRecv(op, st);
+        if (!st.complete) recvBusy_[op.peer] = 1;
+        break;
+      case OpKind::Barrier:
+        if (world_->barrierReached(st.generation)) {
+          st.complete = true;
+          progressed = true;
+        }
+        break;
+      default:
+        break;
+    }
+    if (!st.complete) {
+      allDone = false;
+      shmPending_ = true;
+    }
+  }
+  return progressed;
+}
+
+bool RankExecutor::progressSend(const Op& op, OpState& st) {
+  shm::SendChannel& ch = world_->sendTo(env_.localIndex[op.peer]);
+  const uint64_t total = wireBytes(op.bytes);
+  const std::byte* src = resolve(plan_.src(op, 0));
+  const bool scale = scaled(plan_.src(op, 0));
+  bool progressed = false;
+  while (st.done < total) {
+    size_t n;
+    if (st.done < op.bytes) {
+      n = scale ? ch.writeTransformed(src + st.done, op.bytes - st.done, eltSize_, &scaleInto, this)
+                : ch.write(src + st.done, op.bytes - st.done);
+    } else {
+      n = ch.write(kZeros, total - st.done);
+    }
+    if (n == 0) break;
+    st.done += n;
+    progressed = true;
+  }
+  st.complete = st.done == total;
+  return progressed;
+}
+
+bool RankExecutor::progressRecv(const Op& op, OpState& st) {
+  shm::RecvChannel& ch = world_->recvFrom(env_.localIndex[op.peer]);
+  const uint64_t total = wireBytes(op.bytes);
+  std::byte* dst = resolve(op.dst);
+  bool progressed = false;
+  while (st.done < total) {
+    std::span<const std::byte> in = ch.readable(total - st.done);
+    if (in.empty()) break;
+    size_t take = in.size();
+    if (st.done < op.bytes) {
+      uint64_t dataLeft = op.bytes - st.done;
+      take = std::min<uint64_t>(take, dataLeft);
+      if (op.kind == OpKind::RecvReduce) {
+        take -= take % eltSize_;  // whole elements only; the rest follows
+        if (take == 0) break;
+        const void* srcs[2] = {resolve(plan_.src(op, 0)) + st.done, in.data()};
+        combine(dst + st.done, srcs, 2, take / eltSize_, scaled(plan_.src(op, 0)) ? 1 : 0);
+      } else {
+        std::memcpy(dst + st.done, in.data(), take);
+      }
+    }
+    ch.consume(take);
+    st.done += take;
+    progressed = true;
+  }
+  st.complete = st.done == total;
+  return progressed;
+}
+
+bool RankExecutor::progressNet(const Op& op, OpState& st, uint32_t i) {
+  transport::Request& req = work_.netReqs[i];
+  if (!req.done()) return false;
+  if (req.failed()) {
+    if (!netFailed_) {
+      netFailed_ = true;
+      netError_ = req.status();
+      netPeer_ = op.peer;
+    }
+    return false;
+  }
+  if (op.kind == OpKind::RecvReduce && op.bytes > 0) {
+    const void* srcs[2] = {resolve(plan_.src(op, 0)), work_.bounce.data() + work_.bounceOffset[i]};
+    combine(resolve(op.dst), srcs, 2, op.bytes / eltSize_, scaled(plan_.src(op, 0)) ? 1 : 0);
+  }
+  st.done = op.bytes;
+  st.complete = true;
+  --netPending_;
+  return true;
+}
+
+void RankExecutor::runLocal(const Op& op) {
+  std::byte* dst = resolve(op.dst);
+  switch (op.kind) {
+    case OpKind::Copy: {
+      const std::byte* src = resolve(plan_.src(op, 0));
+      if (op.bytes == 0) break;
+      if (scaled(plan_.src(op, 0))) {  // in place too: the copy is where the input gets its scalar
+        scaleCopy(dst, src, op.bytes);
+        break;
+      }
+      if (src == dst) break;
+      // Pieces of a message far larger than the caches go to the caller's buffer with non-temporal
+      // stores: the lines would be evicted before anyone reads them, and streaming skips the reads
+      // that ordinary stores cause (read-for-ownership).
+      const bool stream = (op.dst.kind == BufKind::Recv && streamToRecv_) || (isPeer(op.dst) && streamToPeers_);
+      if (stream) cpu::copyStreaming(dst, src, op.bytes);
+      else cpu::copy(dst, src, op.bytes);
+      break;
+    }
+    case OpKind::Reduce: {
+      srcPtrs_.resize(op.nsrc);
+      // PreMulSum: the sources read from this rank's own input get its scalar. The kernel's mask has 64
+      // bits; no plan reduces its own input past source 63 (one-shot stages it first, two-shot and the
+      // message-passing plans put it first), which the simulator's sweeps would catch as a wrong result.
+      uint64_t mask = 0;
+      for (uint32_t i = 0; i < op.nsrc; ++i) {
+        srcPtrs_[i] = resolve(plan_.src(op, i));
+        if (i < 64 && scaled(plan_.src(op, i))) mask |= uint64_t{1} << i;
+      }
+      combine(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), op.bytes / eltSize_, mask);
+      break;
+    }
+    case OpKind::Finalize:
+      if (call_.op == RedOp::Avg) cpu::divideInPlace(call_.dtype, dst, op.bytes / eltSize_, env_.nranks);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace conflux::exec
+
+namespace conflux {
+
+Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,
+               ExecWorkspace& work) {
+  exec::RankExecutor ex(plan, bufs, call, env, work);
+  return ex.run();
+}
+
+}  // namespace conflux

@@ -1,0 +1,127 @@
+// The executor's failure detection: dead peers, errors posted by other ranks, the no-progress timeout,
+// mismatched arguments, and the text that says where a call stopped (which round, which operation, which
+// peer). Nothing here runs while a call progresses normally.
+#include <algorithm>
+#include <string>
+
+#include "core/log.h"
+#include "src/rank_executor.h"
+
+namespace conflux::exec {
+
+std::string RankExecutor::where(const Round& round) const {
+  std::string s = std::string(collectiveName(call_.coll)) +
+                  (call_.seq != 0 ? " (call #" + std::to_string(call_.seq) : " (batch #" + std::to_string(call_.p2pBatch)) +
+                  ", " + plan_.algorithm + ", round " + std::to_string(round_ + 1) + "/" +
+                  std::to_string(plan_.rounds.size());
+  for (uint32_t i = 0; i < round.numOps; ++i) {
+    const Op& op = plan_.ops[round.firstOp + i];
+    const OpState& st = states_[i];
+    if (st.complete || !isCommOp(op.kind)) continue;  // local operations run after the communication
+    if (op.kind == OpKind::Barrier) {
+      int late = world_->barrierLaggard(st.generation);
+      s += ", waiting at a barrier";
+      if (late >= 0) s += " for rank " + std::to_string(env_.globalOfLocal[late]);
+    } else if (isRemote(op.peer)) {
+      s += std::string(op.kind == OpKind::Send ? ", sending " : ", receiving ") + std::to_string(op.bytes) +
+           " bytes " + (op.kind == OpKind::Send ? "to" : "from") + " rank " + std::to_string(op.peer) +
+           " on another node";
+    } else if (op.kind == OpKind::Send) {
+      s += ", sending " + std::to_string(op.bytes) + " bytes to rank " + std::to_string(op.peer) + " (" +
+           std::to_string(std::min(st.done, op.bytes)) + " sent)";
+    } else {
+      s += ", receiving " + std::to_string(op.bytes) + " bytes from rank " + std::to_string(op.peer) + " (" +
+           std::to_string(std::min(st.done, op.bytes)) + " received)";
+    }
+    break;
+  }
+  return s + ")";
+}
+
+Status RankExecutor::checkHealth(const Round& round) {
+  if (Status s = interruption(env_, [&] { return where(round); }); !s) return s;
+  auto now = Clock::now();
+  if (now - lastLiveness_ >= kLivenessInterval) {
+    lastLiveness_ = now;
+    // Only a dead peer this round still waits for is an error: one that finished and exited is not.
+    for (int dead : world_->deadPeers()) {
+      int g = env_.globalOfLocal[dead];
+      if (waitsFor(round, g)) {
+        return fail(Status(Code::RemoteError, "rank " + std::to_string(g) + " exited during " + where(round)), g);
+      }
+    }
+    if (env_.checkArgs) {
+      Status s = checkPeerArgs();
+      if (!s) return fail(s, -1);
+    }
+  }
+  auto idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress_).count();
+  if (idleMs >= env_.timeoutMs) {
+    int stuck = stuckPeer(round);
+    return fail(Status(Code::Timeout, "no progress for " + std::to_string(idleMs) + " ms (the communicator's timeout is " +
+                                          std::to_string(env_.timeoutMs) + " ms) in " + where(round)),
+                stuck);
+  }
+  return Status::ok();
+}
+
+bool RankExecutor::waitsFor(const Round& round, int g) const {
+  for (uint32_t i = 0; i < round.numOps; ++i) {
+    const Op& op = plan_.ops[round.firstOp + i];
+    if (states_[i].complete) continue;
+    if (op.peer == g) return true;
+    if (op.kind == OpKind::Barrier &&
+        world_->barrierLaggard(states_[i].generation) >= 0 &&
+        !world_->barrierReachedBy(env_.localIndex[g], states_[i].generation)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int RankExecutor::stuckPeer(const Round& round) const {
+  for (uint32_t i = 0; i < round.numOps; ++i) {
+    const Op& op = plan_.ops[round.firstOp + i];
+    if (states_[i].complete) continue;
+    if (op.peer >= 0) return op.peer;
+    if (op.kind == OpKind::Barrier) {
+      int late = world_->barrierLaggard(states_[i].generation);
+      if (late >= 0) return env_.globalOfLocal[late];
+    }
+  }
+  return -1;
+}
+
+Status RankExecutor::checkPeerArgs() {
+  for (int l = 0; l < world_->localSize(); ++l) {
+    int g = env_.globalOfLocal[l];
+    if (g == env_.rank || peerChecked_[g]) continue;
+    auto d = world_->peerCall(l, call_.seq);
+    if (!d) continue;
+    peerChecked_[g] = 1;
+    std::string field = mismatch(*d);
+    if (!field.empty()) {
+      return Status(Code::InvalidUsage, "ranks disagree on call #" + std::to_string(call_.seq) + ": " + field +
+                                            " (rank " + std::to_string(env_.rank) + " vs rank " +
+                                            std::to_string(g) + ")");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace conflux::exec
+
+namespace conflux {
+
+Status reportFailure(const ExecEnv& env, const Status& s, int failedRank) {
+  shm::SharedError e;
+  e.code = static_cast<int>(s.code());
+  e.failedRank = failedRank;
+  e.reporterRank = env.rank;
+  e.message = s.message().substr(0, 200);
+  env.world->postError(e);
+  CFX_WARN(kColl, "%s", s.message().c_str());
+  return s;
+}
+
+}  // namespace conflux

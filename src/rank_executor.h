@@ -1,0 +1,157 @@
+// RankExecutor: one rank running one plan, with the round semantics of executor.h. Internal to the
+// executor's three files: executor.cc (rounds, shared-memory operations, local operations),
+// executor_net.cc (messages to and from other nodes), executor_health.cc (failure detection, argument
+// checks, the text that says where a call stopped). The hot helpers stay inline here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/call_check.h"
+#include "src/executor.h"
+#include "src/wait.h"
+
+namespace conflux::exec {
+
+using Clock = WaitClock;
+using OpState = ExecWorkspace::OpState;
+
+// Messages at least this large are copied into the caller's receive buffer with non-temporal stores.
+constexpr uint64_t kStreamMessageBytes = uint64_t{8} << 20;
+// Out-of-place messages at least this large are written into peers' buffers (direct plans) with
+// non-temporal stores: those lines are cold here, and streaming skips reading them in. In place, the
+// lines were just read from the same buffer, so ordinary stores are cheaper.
+constexpr uint64_t kStreamToPeerBytes = uint64_t{1} << 20;
+
+class RankExecutor {
+ public:
+  RankExecutor(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,
+               ExecWorkspace& work)
+      : plan_(plan), bufs_(bufs), call_(call), env_(env), world_(env.world),
+        eltSize_(dataTypeSize(call.dtype)), reduce_(cpu::reduceFunction(call.dtype, call.op)),
+        premul_(call.op == RedOp::PreMulSum ? cpu::premulSumFunction(call.dtype) : nullptr),
+        states_(work.states), sendBusy_(work.sendBusy), recvBusy_(work.recvBusy),
+        peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs), work_(work),
+        streamToRecv_(call.count * eltSize_ >= kStreamMessageBytes),
+        streamToPeers_(bufs.send != bufs.recv && call.count * eltSize_ >= kStreamToPeerBytes) {
+    sendBusy_.assign(env.nranks, 0);
+    recvBusy_.assign(env.nranks, 0);
+    peerChecked_.assign(env.nranks, 0);
+    if (env.net != nullptr) {
+      work.netSent.assign(env.nranks, 0);
+      work.netRecvd.assign(env.nranks, 0);
+      work.p2pSent.resize(env.nranks, 0);  // kept from call to call
+      work.p2pRecvd.resize(env.nranks, 0);
+    }
+  }
+  Status run();
+
+ private:
+  // ---- buffers ----
+  bool isPeer(const BufRef& ref) const { return ref.rank >= 0 && ref.rank != env_.rank; }
+  // A peer on another node: its messages travel over the message transport.
+  bool isRemote(int peer) const { return env_.localIndex[peer] < 0; }
+  // PreMulSum: reads of this rank's own input are scaled.
+  bool scaled(const BufRef& ref) const { return premul_ != nullptr && ref.kind == BufKind::Send && !isPeer(ref); }
+
+  /// dst = the reduction of `count` elements of srcs; PreMulSum multiplies the sources whose bit is set in
+  /// `scaledMask` (those read from this rank's own input) by the call's scalar.
+  void combine(void* dst, const void* const* srcs, int nsrc, size_t count, uint64_t scaledMask) const {
+    if (scaledMask != 0) premul_(dst, srcs, nsrc, count, scaledMask, call_.scalar);
+    else reduce_(dst, srcs, nsrc, count);
+  }
+  /// dst = `bytes` of src multiplied by the call's PreMulSum scalar.
+  void scaleCopy(void* dst, const void* src, uint64_t bytes) const {
+    premul_(dst, &src, 1, bytes / eltSize_, 1, call_.scalar);
+  }
+  /// SendChannel::Transform scaling whole elements by the call's scalar (ctx: this executor).
+  static void scaleInto(void* dst, const void* src, size_t bytes, const void* ctx) {
+    static_cast<const RankExecutor*>(ctx)->scaleCopy(dst, src, bytes);
+  }
+
+  std::byte* resolve(const BufRef& ref) const {
+    uintptr_t base = 0;
+    switch (ref.kind) {
+      case BufKind::Send:
+        base = reinterpret_cast<uintptr_t>(isPeer(ref) ? bufs_.peerSend[ref.rank] : bufs_.send);
+        break;
+      case BufKind::Recv:
+        base = reinterpret_cast<uintptr_t>(isPeer(ref) ? bufs_.peerRecv[ref.rank] : bufs_.recv);
+        break;
+      case BufKind::Scratch: base = reinterpret_cast<uintptr_t>(bufs_.scratch); break;
+      case BufKind::Staging: {
+        int owner = ref.rank < 0 ? env_.rank : ref.rank;
+        base = reinterpret_cast<uintptr_t>(world_->staging(env_.localIndex[owner], call_.stagingEpoch));
+        break;
+      }
+    }
+    // Integer arithmetic: point-to-point batches use a null base with absolute offsets.
+    return reinterpret_cast<std::byte*>(base + ref.offset);
+  }
+
+  // ---- one round ----
+  Status runRound(const Round& round);
+  bool progressComm(const Round& round, bool& allDone);
+  bool progressSend(const Op& op, OpState& st);
+  bool progressRecv(const Op& op, OpState& st);
+
+  // ---- messages to and from other nodes ----
+  // Posts every inter-node operation of the round to the transport, in plan order, and lays out the
+  // bounce buffers: one for RecvReduce operations, and for PreMulSum one for the messages sent straight
+  // from the own input, which are scaled there first (offsets[i]: the op's place in its buffer).
+  Status postNet(const Round& round);
+  bool progressNet(const Op& op, OpState& st, uint32_t i);
+  /// Grows a bounce buffer; the transport forgets the old one first (it may hold registrations of it).
+  void growBounce(std::vector<std::byte>& buf, uint64_t bytes);
+  void progressNetQueues() { env_.net->progress(); }
+  void pollNet(Clock::time_point until) { env_.net->poll(until); }
+  Status failNet(const Round& round);
+  void runLocal(const Op& op);
+
+  // ---- failure detection ----
+  std::string where(const Round& round) const;
+  Status fail(const Status& s, int failedRank) { return reportFailure(env_, s, failedRank); }
+  Status checkHealth(const Round& round);
+
+  // True when an unfinished operation of `round` needs global rank g (its peer, or a barrier it has not
+  // reached yet).
+  bool waitsFor(const Round& round, int g) const;
+  int stuckPeer(const Round& round) const;
+
+  // ---- cross-rank argument checks ----
+  shm::CallDescriptor descriptor() const {
+    return describeCall(call_.seq, call_.coll, call_.dtype, call_.op, call_.root, call_.count);
+  }
+  void publishCall() { world_->publishCall(descriptor()); }
+  Status checkPeerArgs();
+  std::string mismatch(const shm::CallDescriptor& d) const { return callMismatch(descriptor(), d); }
+
+  const Plan& plan_;
+  const ExecBuffers& bufs_;
+  const ExecCall& call_;
+  const ExecEnv& env_;
+  shm::ShmWorld* world_;
+  const size_t eltSize_;
+  const cpu::ReduceFn reduce_;
+  const cpu::PremulFn premul_;  // PreMulSum only
+  std::vector<OpState>& states_;
+  std::vector<uint8_t>& sendBusy_;
+  std::vector<uint8_t>& recvBusy_;
+  std::vector<uint8_t>& peerChecked_;
+  std::vector<const void*>& srcPtrs_;
+  ExecWorkspace& work_;
+  const bool streamToRecv_;
+  const bool streamToPeers_;
+  size_t round_ = 0;
+  int netPending_ = 0;       // inter-node operations of this round not yet complete
+  bool shmPending_ = false;  // shared-memory operations of this round not yet complete (last progressComm)
+  bool netFailed_ = false;   // one failed: netError_ names the peer and the operation
+  Status netError_;
+  int netPeer_ = -1;
+  Clock::time_point lastProgress_{};
+  Clock::time_point lastLiveness_{};
+};
+
+}  // namespace conflux::exec
