@@ -19,11 +19,8 @@
 #if CONFLUX_HAVE_CUDA
 #include "src/device_call.h"
 #endif
-#if CONFLUX_HAVE_OFI
 #include "src/cost_probe.h"
-#include "src/net_rails.h"
-#include "transport/ofi/comm_net.h"
-#endif
+#include "transport/network.h"
 
 namespace conflux {
 namespace {
@@ -51,23 +48,18 @@ std::unique_ptr<CommunicatorImpl> CommunicatorImpl::create(const bootstrap::Uniq
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
-#if CONFLUX_HAVE_OFI
   if (net_ == nullptr) return;
   if (hasError_.load()) {
-    // A failed call may have left receives posted into scratch_ and work_, and the Transport may outlive
+    // A failed call may have left receives posted into scratch_ and work_, and the network may outlive
     // this communicator (split children share it, the parent's or their own): those buffers stay with it
-    // until it closes, and a child's tag space is not given to another (the receives would take that
-    // child's messages).
-    if (net_->space() != 0) net_->retireSpace();
-    net_->transport().keepUntilClosed(
-        std::make_shared<std::pair<std::vector<std::byte>, ExecWorkspace>>(std::move(scratch_), std::move(work_)));
+    // until nothing can touch them, and a shared view's messages are not given to a later child.
+    net_->retire(std::make_shared<std::pair<std::vector<std::byte>, ExecWorkspace>>(std::move(scratch_), std::move(work_)));
   } else {
     // Nothing is posted: the buffers go, and with them any registration of them in a shared cache.
     net_->forget(scratch_.data(), scratch_.size());
     net_->forget(work_.bounce.data(), work_.bounce.size());
     net_->forget(work_.scaledBounce.data(), work_.scaledBounce.size());
   }
-#endif
 }
 
 void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
@@ -79,6 +71,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   log::setThreadRank(rank);
   const int timeoutMs = options.timeoutMs >= 0 ? options.timeoutMs
                                                : static_cast<int>(config::getInt(config::Var::TIMEOUT_MS));
+  env_.timeoutMs = timeoutMs;  // openNetwork's connections wait this long too
   selector_ = Selector(config::getString(config::Var::ALGO));
 
   auto client = std::make_unique<bootstrap::StoreClient>(id, std::chrono::milliseconds(timeoutMs));
@@ -105,14 +98,6 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   localRank_ = layout.localRank;
   localSize_ = layout.localSize;
   numNodes_ = layout.numNodes;
-#if !CONFLUX_HAVE_OFI
-  if (numNodes_ > 1) {
-    throw Error(Code::InvalidUsage, "ranks span " + std::to_string(numNodes_) +
-                                        " nodes (by host identity), but this build has no inter-node transport "
-                                        "(built without libfabric); run all ranks on one node or set the same "
-                                        "CONFLUX_HOSTID");
-  }
-#endif
 
   // Shared memory among the ranks of this node.
   shm::ShmConfig cfg;
@@ -132,9 +117,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   world_ = shm::ShmWorld::create(cfg, ex);
   stagingBytes_ = world_->stagingBytes();
 
-#if CONFLUX_HAVE_OFI
   if (numNodes_ > 1) openNetwork(boot, layout.localRanks, options);
-#endif
 
   env_.world = world_.get();
   env_.rank = rank_;
@@ -153,9 +136,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   }
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
   env_.aborted = &aborted_;
-#if CONFLUX_HAVE_OFI
   env_.net = net_.get();
-#endif
   if (config::getBool(config::Var::DIRECT) && numNodes_ == 1 && nranks_ > 1) {
     direct_ = std::make_unique<DirectCalls>(*world_, env_);
     PlanBuilder b("entry barrier");
@@ -183,58 +164,57 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
            static_cast<size_t>(stagingBytes_), timeoutMs);
 }
 
-#if CONFLUX_HAVE_OFI
 void CommunicatorImpl::openNetwork(bootstrap::Bootstrap& boot, const std::vector<int>& localRanks,
                                    const CommOptions& options) {
-  // Ranks on other nodes: libfabric. A communicator opens a Transport (every rank takes part in the
-  // address exchange, local peers included), or, as a split child, shares its parent's in a tag space
-  // of its own (transport/ofi/comm_net.h).
+  // A split child first asks its parent's network for a view (collective over the child's ranks, alike
+  // on every member: all have a parent network or none); when there is none, every rank opens one.
   const auto allGather = [&](const std::vector<uint8_t>& v) { return boot.allGather(v); };
-  std::string why = "the split parent's endpoints";
-  std::string bound;
-  if (!options.parentRanks.empty()) net_ = shareParentNet(boot, options);
-  if (net_ == nullptr) {
-    ofi::Options o;
-    o.rank = rank_;
-    o.nranks = nranks_;
-    // Bind to the bootstrap interface when one is named (CONFLUX_SOCKET_IFNAME) and no address is set:
-    // without it tcp providers may pick an interface the other nodes cannot reach.
-    if (config::getString(config::Var::OFI_ADDR).empty() && !config::getString(config::Var::SOCKET_IFNAME).empty()) {
-      o.localAddress = bootstrap::pickBindHost(false);
-    }
-    // The NICs nearest this rank, when the topology knows them (they override the bind address).
-    o.domains = topologyRailDomains(
-        localRank_, [&](const std::vector<uint8_t>& v) { return boot.allGatherAmong(localRanks, v); }, allGather);
-    net_ = std::make_shared<ofi::CommNet>(ofi::Transport::create(o, allGather));
-    why = !o.domains.empty() ? "nearest NICs by topology"
-          : !config::getString(config::Var::OFI_DOMAINS).empty() ? "CONFLUX_OFI_DOMAINS"
-          : !o.localAddress.empty() ? "bound to " + o.localAddress
-                                    : "the provider's first domain";
-    bound = o.localAddress;
+  if (!options.parentRanks.empty() && options.parentNet != nullptr) {
+    net_ = options.parentNet->shareWith(options.parentRanks, rank_, allGather);
   }
-  std::string rails;
-  for (const std::string& d : net_->capabilities().railDomains) rails += (rails.empty() ? "" : ",") + d;
-  CFX_INFO(kInit, "rank %d: %d node(s), inter-node messages over ofi provider %s, rail domains %s (%s) in tag space %u",
-           rank_, numNodes_, net_->capabilities().provider.c_str(), rails.c_str(), why.c_str(), net_->space());
+  if (net_ == nullptr) {
+    transport::NetOpenArgs args;
+    args.rank = rank_;
+    args.nranks = nranks_;
+    args.localRank = localRank_;
+    args.localRanks = localRanks;
+    args.allGather = allGather;
+    args.localAllGather = [&](const std::vector<uint8_t>& v) { return boot.allGatherAmong(localRanks, v); };
+    args.timeoutMs = env_.timeoutMs;
+    net_ = transport::openNetwork(args);
+  }
+  CFX_INFO(kInit, "rank %d: %d node(s), inter-node messages over %s", rank_, numNodes_, net_->describe().c_str());
   // The cost model, the same on every rank (rank 0's probe or file; a split child's parent's).
   if (options.costs) {
     selector_.setCostParams(*options.costs);
   } else {
-    selector_.setCostParams(calibrateCostModel(rank_, *nodeLayout_, net_.get(), rails + "@" + bound, chunkBytes_, allGather));
+    selector_.setCostParams(calibrateCostModel(rank_, *nodeLayout_, net_.get(), net_->endpointKey(), chunkBytes_,
+                                               env_.timeoutMs, allGather));
   }
 }
-#endif
+
+bool CommunicatorImpl::recordError(const Status& s) {
+  std::lock_guard<std::mutex> lock(errorMutex_);
+  const bool first = error_.isOk();
+  if (first) error_ = s;
+  hasError_.store(true, std::memory_order_release);
+  return first;
+}
 
 Status CommunicatorImpl::failed(const Status& s) {
-  std::lock_guard<std::mutex> lock(errorMutex_);
-  if (error_.isOk()) error_ = s;
-  hasError_.store(true, std::memory_order_release);
+  // The first error also goes to the ranks on other nodes where the network can carry it (local ranks
+  // have it from the shared error slots): they then fail naming the rank at fault, not this one's
+  // closing connection. Only the thread running calls gets here, the one that drives net_.
+  if (recordError(s) && net_ != nullptr) {
+    net_->announceFailure(Status(s.code(), "rank " + std::to_string(rank_) + " reported: " + s.message()));
+  }
   return s;
 }
 
 void CommunicatorImpl::abort() {
   aborted_.store(true, std::memory_order_release);
-  failed(Status(Code::Aborted, "rank " + std::to_string(rank_) + " aborted the communicator"));
+  // Any thread may abort: the network is left to the thread running calls.
+  recordError(Status(Code::Aborted, "rank " + std::to_string(rank_) + " aborted the communicator"));
   if (world_) {
     shm::SharedError e;
     e.code = static_cast<int>(Code::Aborted);

@@ -24,8 +24,8 @@
 
 namespace conflux {
 
-namespace ofi {
-class CommNet;
+namespace transport {
+class Network;
 }
 class DeviceCalls;
 
@@ -60,10 +60,10 @@ struct CommOptions {
   std::optional<CostParams> costs;
   /// A split child: the parent's rank of each of its ranks (empty for a communicator that is no child).
   std::vector<int> parentRanks;
-  /// A split child that may send through its parent's network endpoints when it spans nodes (it does
-  /// when a tag space is free on every member); null: it opens endpoints of its own. Every member of a
-  /// child has parentRanks set, and passes parentNet or not, alike.
-  std::shared_ptr<ofi::CommNet> parentNet;
+  /// A split child that may send through its parent's network when it spans nodes (it does when the
+  /// network can share, transport::Network::shareWith); null: it opens a network of its own. Every
+  /// member of a child has parentRanks set, and passes parentNet or not, alike.
+  std::shared_ptr<transport::Network> parentNet;
 };
 
 /// One send or receive of a point-to-point batch.
@@ -125,12 +125,9 @@ class CommunicatorImpl {
   std::unique_ptr<CommunicatorImpl> joinChild(const std::vector<int>& members, const bootstrap::UniqueId& id,
                                               std::shared_ptr<bootstrap::StoreServer> server, CommOptions options,
                                               bool share);
-  /// Reaches the ranks on other nodes: opens a Transport, or shares the parent's (a split child), and
-  /// sets the cost model (collective over every rank of the communicator).
+  /// Reaches the ranks on other nodes: opens the network CONFLUX_NET names (transport/network.h), or
+  /// shares the parent's (a split child), and sets the cost model (collective over every rank).
   void openNetwork(bootstrap::Bootstrap& boot, const std::vector<int>& localRanks, const CommOptions& options);
-  /// A split child's view of options.parentNet in a tag space free on every member, or null (collective
-  /// over the child's ranks).
-  std::shared_ptr<ofi::CommNet> shareParentNet(bootstrap::Bootstrap& boot, const CommOptions& options);
   struct CachedPlan {
     PlanParams params;
     bool peerBuffers = false;
@@ -150,7 +147,11 @@ class CommunicatorImpl {
   Status runP2pLocked(const std::vector<P2pOp>& ops);
   /// The device-buffer path, made at the first call that touches CUDA memory (null until then).
   DeviceCalls& device();
+  /// Records the first error of the communicator (sticky) and announces it to the other nodes; returns s.
+  /// Call-path only (it drives the network).
   Status failed(const Status& s);
+  /// Records `s` if it is the first error; true when it was.
+  bool recordError(const Status& s);
 
   std::string name_;
   int rank_ = 0;
@@ -195,10 +196,10 @@ class CommunicatorImpl {
   size_t planCacheSize_ = 16;
   // Peers on other nodes (null on one node). Declared last so that it is destroyed first: unfinished
   // operations of a failed call may still point into scratch_ and work_ until the endpoints close.
-  // A shared_ptr because its deleter is bound where it is created: builds without OFI never define
-  // ofi::CommNet's destructor. Split children may hold the same Transport (through their own CommNet).
-  std::shared_ptr<ofi::CommNet> net_;
-  // Made lazily (a host-only program never touches CUDA); a shared_ptr for the same reason as net_.
+  // Split children may share it (transport::Network::shareWith).
+  std::shared_ptr<transport::Network> net_;
+  // Made lazily (a host-only program never touches CUDA); a shared_ptr because its deleter is bound
+  // where it is made: builds without CUDA never define DeviceCalls' destructor.
   // Destroyed before net_ (declared after it): staged copies may still read the host staging buffer.
   std::shared_ptr<DeviceCalls> device_;
   std::atomic<const DeviceCalls*> deviceForErrors_{nullptr};

@@ -1,7 +1,6 @@
 // Communicators made from another: cfxCommSplit (collective over the parent), cfxCommCreateGroup
-// (collective over the members), and a child's share of its parent's network endpoints.
+// (collective over the members); a child may share its parent's network (transport::Network::shareWith).
 #include <algorithm>
-#include <bit>
 #include <cstring>
 
 #include "core/bootstrap/bootstrap.h"
@@ -9,9 +8,6 @@
 #include "core/bootstrap/unique_id.h"
 #include "core/log.h"
 #include "src/communicator.h"
-#if CONFLUX_HAVE_OFI
-#include "transport/ofi/comm_net.h"
-#endif
 
 namespace conflux {
 namespace {
@@ -22,13 +18,6 @@ struct SplitEntry {
   int32_t key;
 };
 
-#if CONFLUX_HAVE_OFI
-/// The lowest tag space set in `mask` (0: none; space 0 is never a child's).
-uint32_t lowestSpace(uint32_t mask) {
-  mask &= ~uint32_t{1};
-  return mask == 0 ? 0 : static_cast<uint32_t>(std::countr_zero(mask));
-}
-#endif
 
 }  // namespace
 
@@ -117,42 +106,5 @@ std::unique_ptr<CommunicatorImpl> CommunicatorImpl::joinChild(const std::vector<
   CFX_INFO(kInit, "rank %d: -> rank %d of %zu in the new communicator", rank_, newRank, members.size());
   return create(id, static_cast<int>(members.size()), newRank, std::move(server), options);
 }
-#if CONFLUX_HAVE_OFI
-std::shared_ptr<ofi::CommNet> CommunicatorImpl::shareParentNet(bootstrap::Bootstrap& boot, const CommOptions& options) {
-  // Every member offers the tag spaces of the parent's endpoints that no communicator holds here (none
-  // without sharing); the child takes the lowest one free on all. Taking every free space before the
-  // exchange keeps a split running at the same time on another thread from picking the same one.
-  ofi::Transport* parent = options.parentNet != nullptr ? &options.parentNet->transport() : nullptr;
-  const uint32_t offered = parent != nullptr ? parent->takeFreeSpaces() : 0;
-  uint32_t common = offered;
-  try {
-    std::vector<uint8_t> mine(sizeof offered);
-    std::memcpy(mine.data(), &offered, sizeof offered);
-    const std::vector<uint8_t> all = boot.allGather(mine);
-    for (int r = 0; r < nranks_; ++r) {
-      uint32_t theirs = 0;
-      std::memcpy(&theirs, all.data() + static_cast<size_t>(r) * sizeof theirs, sizeof theirs);
-      common &= theirs;
-    }
-  } catch (...) {
-    if (parent != nullptr) parent->releaseSpaces(offered);
-    throw;
-  }
-  const uint32_t space = lowestSpace(common);
-  std::shared_ptr<ofi::CommNet> view;
-  try {
-    if (space != 0) view = std::make_shared<ofi::CommNet>(*options.parentNet, options.parentRanks, rank_, space);
-  } catch (...) {
-    parent->releaseSpaces(offered);
-    throw;
-  }
-  if (parent != nullptr) parent->releaseSpaces(space != 0 ? offered & ~(uint32_t{1} << space) : offered);
-  if (space == 0) {
-    CFX_INFO(kInit, "rank %d: split child opens network endpoints of its own (%s)", rank_,
-             offered == 0 ? "not sharing, or none free here" : "no tag space of the parent's is free on every member");
-  }
-  return view;
-}
-#endif
 
 }  // namespace conflux

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "kernels/cpu/reduce.h"
-#include "transport/ofi/comm_net.h"
+#include "transport/network.h"
 
 namespace conflux {
 namespace {
@@ -64,7 +64,7 @@ T fromRank0(const ProbeAllGather& allGather, const T& mine) {
 
 // Probe messages use call sequence 0, which no collective uses (calls count from 1) and whose messages
 // are all consumed before the first call.
-uint64_t probeTag(uint32_t i) { return ofi::makeUserTag(i, 0); }
+uint64_t probeTag(uint32_t i) { return transport::collectiveTag(i, 0); }
 
 void check(const Status& s, const char* what) {
   if (!s) throw Error(s.code(), std::string("cost probe (") + what + "): " + s.message());
@@ -72,7 +72,10 @@ void check(const Status& s, const char* what) {
 
 /// The pair's half: 8-byte round trips, then windows of large messages from `peer`'s side, acked.
 /// Returns {alpha seconds, bytes per second} on the measuring side (rank 0), zeros on the other.
-std::pair<double, double> pingPong(ofi::CommNet& t, int peer, bool measurer) {
+std::pair<double, double> pingPong(transport::MessageTransport& t, int peer, bool measurer, int timeoutMs) {
+  auto wait = [&](std::span<transport::Request> reqs) {
+    return transport::waitAll(t, reqs, transport::Clock::now() + std::chrono::milliseconds(timeoutMs), "cost probe");
+  };
   constexpr int kRoundTrips = 20, kWarm = 3, kWindow = 4, kWindows = 2;
   constexpr size_t kMessage = size_t(2) << 20;
   std::vector<uint8_t> small(8), big(kMessage * kWindow);
@@ -80,26 +83,26 @@ std::pair<double, double> pingPong(ofi::CommNet& t, int peer, bool measurer) {
   Clock::time_point t0 = Clock::now();
   for (int i = 0; i < kWarm + kRoundTrips; ++i) {
     if (i == kWarm) t0 = Clock::now();
-    ofi::Request a = measurer ? t.isend(peer, probeTag(tag), small.data(), 8) : t.irecv(peer, probeTag(tag), small.data(), 8);
-    check(t.wait(a), "latency");
+    transport::Request a = measurer ? t.isend(peer, probeTag(tag), small.data(), 8) : t.irecv(peer, probeTag(tag), small.data(), 8);
+    check(wait({&a, 1}), "latency");
     ++tag;
-    ofi::Request b = measurer ? t.irecv(peer, probeTag(tag), small.data(), 8) : t.isend(peer, probeTag(tag), small.data(), 8);
-    check(t.wait(b), "latency");
+    transport::Request b = measurer ? t.irecv(peer, probeTag(tag), small.data(), 8) : t.isend(peer, probeTag(tag), small.data(), 8);
+    check(wait({&b, 1}), "latency");
     ++tag;
   }
   const double alpha = std::chrono::duration<double>(Clock::now() - t0).count() / kRoundTrips / 2;
   double best = 0;
   for (int w = 0; w < kWindows; ++w) {
-    std::vector<ofi::Request> reqs;
+    std::vector<transport::Request> reqs;
     const Clock::time_point start = Clock::now();
     for (int m = 0; m < kWindow; ++m) {
       uint8_t* buf = big.data() + size_t(m) * kMessage;
       reqs.push_back(measurer ? t.isend(peer, probeTag(tag), buf, kMessage) : t.irecv(peer, probeTag(tag), buf, kMessage));
       ++tag;
     }
-    check(t.wait(reqs), "bandwidth");
-    ofi::Request ack = measurer ? t.irecv(peer, probeTag(tag), small.data(), 1) : t.isend(peer, probeTag(tag), small.data(), 1);
-    check(t.wait(ack), "bandwidth ack");
+    check(wait(reqs), "bandwidth");
+    transport::Request ack = measurer ? t.irecv(peer, probeTag(tag), small.data(), 1) : t.isend(peer, probeTag(tag), small.data(), 1);
+    check(wait({&ack, 1}), "bandwidth ack");
     ++tag;
     const double secs = std::chrono::duration<double>(Clock::now() - start).count() - 2 * alpha;
     if (secs > 0) best = std::max(best, double(kMessage) * kWindow / secs);
@@ -133,8 +136,9 @@ std::map<std::string, CostParams> gCache;  // probed parameters by node pair (ho
 
 }  // namespace
 
-CostParams calibrateCostModel(int rank, const NodeLayout& layout, ofi::CommNet* net, const std::string& railKey,
-                              uint64_t chunkBytes, const ProbeAllGather& allGather) {
+CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::MessageTransport* net,
+                              const std::string& railKey, uint64_t chunkBytes, int timeoutMs,
+                              const ProbeAllGather& allGather) {
   // NICs per node: distinct endpoint identities among a node's ranks.
   char key[128] = {};
   std::strncpy(key, railKey.c_str(), sizeof key - 1);
@@ -171,7 +175,7 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, ofi::CommNet* 
   if (!first.needProbe) return unpack(first, chunkBytes);
 
   if (rank == 0 || rank == peer) {
-    const auto [alpha, bandwidth] = pingPong(*net, rank == 0 ? peer : 0, rank == 0);
+    const auto [alpha, bandwidth] = pingPong(*net, rank == 0 ? peer : 0, rank == 0, timeoutMs);
     if (rank == 0) {
       params.inter.alpha = alpha;
       if (bandwidth > 0) params.inter.bandwidth = bandwidth;

@@ -3,15 +3,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "algorithms/cost_model.h"
 #include "algorithms/plan.h"
 
+#include "transport/transport.h"
+
 namespace conflux {
-namespace ofi {
-class CommNet;
-}
 
 /// All-gather of equal-sized blobs (concatenated in rank order).
 using ProbeAllGather = std::function<std::vector<uint8_t>(const std::vector<uint8_t>&)>;
@@ -26,7 +26,9 @@ using ProbeAllGather = std::function<std::vector<uint8_t>(const std::vector<uint
 ///   - otherwise the defaults of CostParams.
 /// NICs per node is the most distinct endpoint identities (@p railKey: bound address and domains) among
 /// the ranks of one node. Rank 0's numbers are given to every rank, so all select alike.
-CostParams calibrateCostModel(int rank, const NodeLayout& layout, ofi::CommNet* net, const std::string& railKey,
-                              uint64_t chunkBytes, const ProbeAllGather& allGather);
+/// @p timeoutMs bounds each wait of the probe's messages.
+CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::MessageTransport* net,
+                              const std::string& railKey, uint64_t chunkBytes, int timeoutMs,
+                              const ProbeAllGather& allGather);
 
 }  // namespace conflux

@@ -139,6 +139,7 @@ std::vector<std::string> shmFiles(const std::string& prefix) {
 void simulateNode(int node) {
   setenv("CONFLUX_HOSTID", ("node" + std::to_string(node)).c_str(), 1);
   setenv("CONFLUX_OFI_ADDR", "127.0.0.1", 1);
+  setenv("CONFLUX_TCP_ADDR", "127.0.0.1", 1);
 }
 
 }  // namespace conflux::testing

@@ -103,17 +103,20 @@ INSTANTIATE_TEST_SUITE_P(
                       AlgoCase{"eager", 4}),
     [](const auto& p) { return std::string(p.param.algo) + "_" + std::to_string(p.param.nranks) + "ranks"; });
 
-#if CONFLUX_TEST_OFI
 // Simulated nodes on loopback (no namespaces, no root): rank r is on node nodeOf[r], and ranks of
-// different nodes talk through libfabric's tcp provider. Every collective, datatype and op with the
-// selector's choices, and with the hierarchical plans forced (all-reduce, all-gather, reduce-scatter and
-// broadcast; uneven 2+1 falls back to the ring).
+// different nodes talk through the network transport CONFLUX_NET names: libfabric's tcp provider (ofi,
+// where built) or plain TCP sockets (tcp). Every collective, datatype and op with the selector's choices,
+// and with the hierarchical plans forced (all-reduce, all-gather, reduce-scatter and broadcast; uneven
+// 2+1 falls back to the ring).
 struct NodesCase {
   std::vector<int> nodeOf;
   const char* algo;
+  const char* net = "auto";
 };
 
-void PrintTo(const NodesCase& c, std::ostream* os) { *os << c.nodeOf.size() << " ranks, algo " << c.algo; }
+void PrintTo(const NodesCase& c, std::ostream* os) {
+  *os << c.nodeOf.size() << " ranks, algo " << c.algo << ", net " << c.net;
+}
 
 class NodesOnLoopback : public ::testing::TestWithParam<NodesCase> {};
 
@@ -122,7 +125,7 @@ TEST_P(NodesOnLoopback, MatchesReference) {
   Sweep sweep = fullSweep({0, 1, 1023, 300007});
   sweep.types = {cfxInt8, cfxFloat16, cfxFloat32, cfxFloat64};
   RunOptions opts;
-  opts.env = {{"CONFLUX_ALGO", c.algo}};
+  opts.env = {{"CONFLUX_ALGO", c.algo}, {"CONFLUX_NET", c.net}};
   auto out = runRanks(static_cast<int>(c.nodeOf.size()), [&](int r, int nr, const cfxUniqueId& id) {
     simulateNode(c.nodeOf[r]);
     return sweepOnNewComm(r, nr, id, sweep);
@@ -133,12 +136,14 @@ TEST_P(NodesOnLoopback, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(
     Layouts, NodesOnLoopback,
     ::testing::Values(NodesCase{{0, 0, 1, 1}, ""}, NodesCase{{0, 0, 1, 1}, "hier"}, NodesCase{{0, 1, 0, 1, 0, 1}, "hier"},
-                      NodesCase{{0, 1, 0}, ""}, NodesCase{{0, 0, 1}, "hier"}),
+                      NodesCase{{0, 1, 0}, ""}, NodesCase{{0, 0, 1}, "hier"},
+                      // The same sweep over the tcp transport.
+                      NodesCase{{0, 0, 1, 1}, "", "tcp"}, NodesCase{{0, 1, 0, 1, 0, 1}, "hier", "tcp"},
+                      NodesCase{{0, 1, 0}, "", "tcp"}, NodesCase{{0, 0, 1}, "hier", "tcp"}),
     [](const auto& p) {
       std::string name;
       for (int node : p.param.nodeOf) name += std::to_string(node);
-      return "nodes" + name + (*p.param.algo ? "_hier" : "_auto");
+      return "nodes" + name + (*p.param.algo ? "_hier" : "_auto") + (std::string(p.param.net) == "tcp" ? "_tcp" : "");
     });
-#endif
 
 }  // namespace

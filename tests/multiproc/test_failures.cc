@@ -178,4 +178,104 @@ TEST(Failures, MismatchedRootIsAnErrorNamingTheRoot) {
   EXPECT_TRUE(allSucceeded(out));
 }
 
+// Across simulated nodes joined by a network transport: a rank killed on node 1 becomes an error on every
+// survivor within the timeout, naming it wherever the transport can tell.
+class FailuresAcrossNodes : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FailuresAcrossNodes, KilledRankOnAnotherNodeIsAnErrorOnEverySurvivor) {
+  const std::string net = GetParam();
+#if CONFLUX_TEST_OFI
+  const bool announces = net == "tcp";
+#else
+  const bool announces = true;  // auto is tcp
+#endif
+  RunOptions opts;
+  opts.env = {{"CONFLUX_NET", net}, {"CONFLUX_TIMEOUT_MS", "4000"}};
+  opts.whileRunning = [](const std::vector<int>& pids) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    kill(pids[3], SIGKILL);
+  };
+  auto out = runRanks(4, [announces](int rank, int nranks, const cfxUniqueId& id) -> int {
+    simulateNode(rank / 2);
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    std::vector<float> buf(size_t{1} << 18, 1.0f);
+    const auto start = Clock::now();
+    auto lastOk = Clock::now();
+    cfxResult_t r = cfxSuccess;
+    while (msSince(start) < 20000) {
+      r = cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
+      if (r != cfxSuccess) break;
+      lastOk = Clock::now();
+    }
+    const double detectMs = msSince(lastOk);
+    const char* msg = cfxGetLastError(comm);
+    fprintf(stderr, "rank %d: %s after %.0f ms: %s\n", rank, cfxGetErrorString(r), detectMs, msg);
+    EXPECT_NE(r, cfxSuccess);
+    // Its node sees it die at once. Over tcp the other node sees its connections reset by its kernel,
+    // or hears from node 1; over libfabric it may only time out, naming the operation that stalled.
+    if (announces || rank == 2) {
+      EXPECT_TRUE(contains(msg, "rank 3")) << msg;
+      EXPECT_LT(detectMs, 2000.0);
+    } else {
+      EXPECT_LT(detectMs, 4000.0 + 2000.0);
+    }
+    EXPECT_NE(cfxAllReduce(buf.data(), buf.data(), 8, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  }, opts);
+  ASSERT_EQ(out.size(), 4u);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(out[size_t(r)].exitCode, 0) << "rank " << r;
+  EXPECT_EQ(out[3].signal, SIGKILL);
+}
+
+INSTANTIATE_TEST_SUITE_P(Nets, FailuresAcrossNodes, ::testing::Values("auto", "tcp"),
+                         [](const auto& p) { return std::string(p.param); });
+
+// A rank that stops (SIGSTOP: its connections stay open, nothing resets) on node 1: its node's ranks
+// time out after 3 s naming it, and over tcp the first of them tells node 0 (announceFailure), whose
+// ranks, with a timeout of 30 s, fail at once with the same culprit instead of waiting out their own.
+TEST(FailuresAcrossNodes, StuckRankIsAnnouncedToTheOtherNodeOverTcp) {
+  RunOptions opts;
+  opts.env = {{"CONFLUX_NET", "tcp"}};
+  opts.whileRunning = [](const std::vector<int>& pids) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    kill(pids[3], SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(9000));  // the survivors are done by now
+    kill(pids[3], SIGKILL);
+  };
+  auto out = runRanks(4, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    simulateNode(rank / 2);
+    setenv("CONFLUX_TIMEOUT_MS", rank < 2 ? "30000" : "3000", 1);
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    if (rank == 3) {
+      std::vector<float> buf(size_t{1} << 18, 1.0f);
+      for (;;) cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
+    }
+    std::vector<float> buf(size_t{1} << 18, 1.0f);
+    const auto start = Clock::now();
+    auto lastOk = Clock::now();
+    cfxResult_t r = cfxSuccess;
+    while (msSince(start) < 40000) {
+      r = cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
+      if (r != cfxSuccess) break;
+      lastOk = Clock::now();
+    }
+    const double detectMs = msSince(lastOk);
+    const char* msg = cfxGetLastError(comm);
+    fprintf(stderr, "rank %d: %s after %.0f ms: %s\n", rank, cfxGetErrorString(r), detectMs, msg);
+    EXPECT_NE(r, cfxSuccess);
+    EXPECT_TRUE(contains(msg, "rank 3")) << msg;
+    EXPECT_LT(detectMs, 3000.0 + 3000.0);  // node 1's timeout and its notice, not node 0's 30 s
+    if (rank < 2) {
+      EXPECT_TRUE(contains(msg, "reported")) << msg;
+    }
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  }, opts);
+  ASSERT_EQ(out.size(), 4u);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(out[size_t(r)].exitCode, 0) << "rank " << r;
+}
+
 }  // namespace

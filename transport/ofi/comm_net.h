@@ -11,17 +11,19 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "transport/ofi/tags.h"
 #include "transport/ofi/transport.h"
+#include "transport/network.h"
 #include "transport/transport.h"
 
 namespace conflux::ofi {
 
 static_assert(kMaxSpaceTag == transport::MessageTransport::kMaxTag, "a communicator's tags fill its tag space");
 
-class CommNet : public transport::MessageTransport {
+class CommNet : public transport::Network {
  public:
   /// The whole of `transport`, in tag space 0.
   explicit CommNet(std::shared_ptr<Transport> transport);
@@ -47,6 +49,23 @@ class CommNet : public transport::MessageTransport {
   /// Transport::poll with this view's Waiter.
   void poll(Deadline until) override { transport_->poll(until, &waiter_); }
   void forget(const void* ptr, size_t bytes) override { transport_->invalidate(ptr, bytes); }
+
+  // ---- transport::Network ----
+  std::string describe() const override { return description_; }
+  std::string endpointKey() const override { return endpointKey_; }
+  /// Keeps `buffers` until the endpoints close and retires this view's tag space (retireSpace).
+  void retire(std::shared_ptr<void> buffers) override;
+  /// The split protocol: each member takes every tag space of its Transport that no communicator holds
+  /// (so that a split running at the same time on another thread cannot offer the same ones), the
+  /// members all-gather what they took, and the child gets the lowest space free on all; each gives the
+  /// rest back. Null when no space is free on every member.
+  std::shared_ptr<transport::Network> shareWith(const std::vector<int>& members, int rank,
+                                                const transport::BlobAllGather& allGather) override;
+  /// What describe() and endpointKey() say (set by the opener).
+  void setIdentity(std::string description, std::string endpointKey) {
+    description_ = std::move(description);
+    endpointKey_ = std::move(endpointKey);
+  }
   /// Transport::wait with this view's Waiter, by `deadline` (default: the Transport's timeout).
   Status wait(std::span<Request> requests, Deadline deadline) { return transport_->wait(requests, deadline, &waiter_); }
   Status wait(std::span<Request> requests) { return wait(requests, transport_->defaultDeadline()); }
@@ -68,6 +87,13 @@ class CommNet : public transport::MessageTransport {
   uint32_t space_ = 0;
   bool retired_ = false;
   Waiter waiter_;
+  std::string description_;
+  std::string endpointKey_;
 };
+
+/// Opens a Transport for the communicator `args` describes and returns its view in tag space 0
+/// (transport/registry.cc registers it as "ofi"). Binds to CONFLUX_SOCKET_IFNAME's address when no
+/// CONFLUX_OFI_ADDR is set, and uses the NICs nearest each rank when the topology knows them.
+std::shared_ptr<transport::Network> openNetwork(const transport::NetOpenArgs& args);
 
 }  // namespace conflux::ofi

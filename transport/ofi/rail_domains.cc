@@ -1,4 +1,4 @@
-#include "src/net_rails.h"
+#include "transport/ofi/rail_domains.h"
 
 #include <algorithm>
 #include <cstring>

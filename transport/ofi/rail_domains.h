@@ -2,15 +2,14 @@
 // (core/topology/nic_assignment.h), unless the user chose (CONFLUX_OFI_DOMAINS, CONFLUX_OFI_ADDR).
 #pragma once
 
-#include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
+#include "transport/network.h"
+
 namespace conflux {
 
-/// All-gather of equal-sized blobs (concatenated in rank order).
-using BlobAllGather = std::function<std::vector<uint8_t>(const std::vector<uint8_t>&)>;
+using transport::BlobAllGather;
 
 /// The domains for ofi::Options::domains, the same number on every rank (the smallest any rank has, so
 /// that rails pair up). Collective: every rank of the communicator calls it, in the same order.
