@@ -108,7 +108,7 @@ class TcpNetwork final : public transport::Network {
         if (it->data.size() != bytes) {
           finish(*op, sizeMismatch(*p, tag, it->data.size(), bytes));
         } else if (&*it != p->stash) {
-          std::memcpy(buf, it->data.data(), bytes);
+          if (bytes > 0) std::memcpy(buf, it->data.data(), bytes);
           finish(*op, Status::ok());
         }
         if (&*it == p->stash) {
@@ -345,7 +345,7 @@ class TcpNetwork final : public transport::Network {
       p.stash->received = p.header.bytes;
       if (std::shared_ptr<Op> waiting = p.stash->claimedBy) {
         if (!waiting->done.load(std::memory_order_acquire)) {  // not failed for a size mismatch
-          std::memcpy(waiting->buf, p.stash->data.data(), p.header.bytes);
+          if (p.header.bytes > 0) std::memcpy(waiting->buf, p.stash->data.data(), p.header.bytes);
           finish(*waiting, Status::ok());
         }
         p.unexpected.remove_if([&](const Unexpected& u) { return &u == p.stash; });
