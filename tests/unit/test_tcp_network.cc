@@ -9,6 +9,7 @@
 #include <latch>
 #include <mutex>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -162,6 +163,23 @@ TEST(TcpNetwork, AFailureNoticeFailsEveryOperationWithItsText) {
       bothSawIt.arrive_and_wait();
     }
   });
+}
+
+TEST(NetworkRegistry, ListsTheBuiltTransportsAndRefusesOthersByName) {
+  std::vector<std::string> names;
+  for (const transport::NetEntry& e : transport::networks()) names.emplace_back(e.name);
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names.back(), "tcp");  // in every build, after libfabric where that is built
+  setenv("CONFLUX_NET", "carrier-pigeon", 1);
+  try {
+    transport::openNetwork(transport::NetOpenArgs{});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("CONFLUX_NET='carrier-pigeon'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tcp"), std::string::npos) << e.what();
+  }
+  unsetenv("CONFLUX_NET");
 }
 
 }  // namespace
