@@ -50,6 +50,7 @@ std::unique_ptr<CommunicatorImpl> CommunicatorImpl::create(const bootstrap::Uniq
 CommunicatorImpl::~CommunicatorImpl() {
   if (net_ == nullptr) return;
   if (hasError_.load()) {
+    announceOnce();  // an abort() that no call saw: the other nodes still learn of it before the sockets close
     // A failed call may have left receives posted into scratch_ and work_, and the network may outlive
     // this communicator (split children share it, the parent's or their own): those buffers stay with it
     // until nothing can touch them, and a shared view's messages are not given to a later child.
@@ -205,10 +206,21 @@ Status CommunicatorImpl::failed(const Status& s) {
   // The first error also goes to the ranks on other nodes where the network can carry it (local ranks
   // have it from the shared error slots): they then fail naming the rank at fault, not this one's
   // closing connection. Only the thread running calls gets here, the one that drives net_.
-  if (recordError(s) && net_ != nullptr) {
-    net_->announceFailure(Status(s.code(), "rank " + std::to_string(rank_) + " reported: " + s.message()));
-  }
+  recordError(s);
+  announceOnce();
   return s;
+}
+
+void CommunicatorImpl::announceOnce() {
+  if (announced_ || net_ == nullptr || !hasError_.load(std::memory_order_acquire)) return;
+  announced_ = true;
+  // The first error recorded, which may be another thread's abort() rather than this call's status.
+  Status first;
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    first = error_;
+  }
+  net_->announceFailure(Status(first.code(), "rank " + std::to_string(rank_) + " reported: " + first.message()));
 }
 
 void CommunicatorImpl::abort() {

@@ -152,6 +152,8 @@ class CommunicatorImpl {
   Status failed(const Status& s);
   /// Records `s` if it is the first error; true when it was.
   bool recordError(const Status& s);
+  /// Sends the first recorded error to the other nodes, once per communicator. Call-path only.
+  void announceOnce();
 
   std::string name_;
   int rank_ = 0;
@@ -170,6 +172,7 @@ class CommunicatorImpl {
 
   std::mutex mutex_;                 // one call at a time
   std::atomic<bool> aborted_{false};
+  bool announced_ = false;  // announceOnce() ran (call thread only)
   mutable std::mutex errorMutex_;
   Status error_;                     // sticky
   std::atomic<bool> hasError_{false};  // error_ is set: lets healthy calls skip errorMutex_
