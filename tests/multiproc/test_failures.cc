@@ -24,6 +24,30 @@ double msSince(Clock::time_point t) {
 
 bool contains(const char* text, const std::string& what) { return std::string(text).find(what) != std::string::npos; }
 
+/// How a loop of all-reduces ended.
+struct Failure {
+  cfxResult_t result = cfxSuccess;
+  double detectMs = 0;      // from the last call that succeeded to the error
+  const char* message = "";  // cfxGetLastError
+};
+
+/// All-reduces `count` floats in place until a call fails or `limitMs` passes, and prints how it ended.
+Failure allReduceUntilError(int rank, cfxComm_t comm, size_t count, double limitMs) {
+  std::vector<float> buf(count, 1.0f);
+  const auto start = Clock::now();
+  auto lastOk = Clock::now();
+  Failure f;
+  while (msSince(start) < limitMs) {
+    f.result = cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
+    if (f.result != cfxSuccess) break;
+    lastOk = Clock::now();
+  }
+  f.detectMs = msSince(lastOk);
+  f.message = cfxGetLastError(comm);
+  fprintf(stderr, "rank %d: %s after %.0f ms: %s\n", rank, cfxGetErrorString(f.result), f.detectMs, f.message);
+  return f;
+}
+
 // Counts per test: one that runs a plan (barriers, channels) and one small enough for the eager path.
 class FailuresBySize : public ::testing::TestWithParam<size_t> {};
 
@@ -39,25 +63,15 @@ TEST_P(FailuresBySize, KilledRankBecomesAnErrorNamingItOnEverySurvivor) {
   auto out = runRanks(n, [count](int rank, int nranks, const cfxUniqueId& id) -> int {
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
-    std::vector<float> buf(count, 1.0f);
-    auto start = Clock::now();
-    auto lastOk = Clock::now();
-    cfxResult_t r = cfxSuccess;
-    while (msSince(start) < 20000) {
-      r = cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
-      if (r != cfxSuccess) break;
-      lastOk = Clock::now();
-    }
-    double detectMs = msSince(lastOk);
-    const char* msg = cfxGetLastError(comm);
-    fprintf(stderr, "rank %d: %s after %.0f ms: %s\n", rank, cfxGetErrorString(r), detectMs, msg);
-    EXPECT_EQ(r, cfxRemoteError);
-    EXPECT_TRUE(contains(msg, "rank 2")) << msg;
-    EXPECT_LT(detectMs, 5000.0);
+    const Failure f = allReduceUntilError(rank, comm, count, 20000);
+    EXPECT_EQ(f.result, cfxRemoteError);
+    EXPECT_TRUE(contains(f.message, "rank 2")) << f.message;
+    EXPECT_LT(f.detectMs, 5000.0);
     cfxResult_t async = cfxSuccess;
     EXPECT_EQ(cfxCommGetAsyncError(comm, &async), cfxSuccess);
     EXPECT_EQ(async, cfxRemoteError);
     // Later calls fail fast instead of hanging.
+    std::vector<float> buf(8, 1.0f);
     EXPECT_NE(cfxAllReduce(buf.data(), buf.data(), 8, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
     EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
     return 0;
@@ -199,27 +213,17 @@ TEST_P(FailuresAcrossNodes, KilledRankOnAnotherNodeIsAnErrorOnEverySurvivor) {
     simulateNode(rank / 2);
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
-    std::vector<float> buf(size_t{1} << 18, 1.0f);
-    const auto start = Clock::now();
-    auto lastOk = Clock::now();
-    cfxResult_t r = cfxSuccess;
-    while (msSince(start) < 20000) {
-      r = cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
-      if (r != cfxSuccess) break;
-      lastOk = Clock::now();
-    }
-    const double detectMs = msSince(lastOk);
-    const char* msg = cfxGetLastError(comm);
-    fprintf(stderr, "rank %d: %s after %.0f ms: %s\n", rank, cfxGetErrorString(r), detectMs, msg);
-    EXPECT_NE(r, cfxSuccess);
+    const Failure f = allReduceUntilError(rank, comm, size_t{1} << 18, 20000);
+    EXPECT_NE(f.result, cfxSuccess);
     // Its node sees it die at once. Over tcp the other node sees its connections reset by its kernel,
     // or hears from node 1; over libfabric it may only time out, naming the operation that stalled.
     if (announces || rank == 2) {
-      EXPECT_TRUE(contains(msg, "rank 3")) << msg;
-      EXPECT_LT(detectMs, 2000.0);
+      EXPECT_TRUE(contains(f.message, "rank 3")) << f.message;
+      EXPECT_LT(f.detectMs, 2000.0);
     } else {
-      EXPECT_LT(detectMs, 4000.0 + 2000.0);
+      EXPECT_LT(f.detectMs, 4000.0 + 2000.0);
     }
+    std::vector<float> buf(8, 1.0f);
     EXPECT_NE(cfxAllReduce(buf.data(), buf.data(), 8, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
     EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
     return 0;
@@ -253,29 +257,55 @@ TEST(FailuresAcrossNodes, StuckRankIsAnnouncedToTheOtherNodeOverTcp) {
       std::vector<float> buf(size_t{1} << 18, 1.0f);
       for (;;) cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
     }
-    std::vector<float> buf(size_t{1} << 18, 1.0f);
-    const auto start = Clock::now();
-    auto lastOk = Clock::now();
-    cfxResult_t r = cfxSuccess;
-    while (msSince(start) < 40000) {
-      r = cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
-      if (r != cfxSuccess) break;
-      lastOk = Clock::now();
-    }
-    const double detectMs = msSince(lastOk);
-    const char* msg = cfxGetLastError(comm);
-    fprintf(stderr, "rank %d: %s after %.0f ms: %s\n", rank, cfxGetErrorString(r), detectMs, msg);
-    EXPECT_NE(r, cfxSuccess);
-    EXPECT_TRUE(contains(msg, "rank 3")) << msg;
-    EXPECT_LT(detectMs, 3000.0 + 3000.0);  // node 1's timeout and its notice, not node 0's 30 s
+    const Failure f = allReduceUntilError(rank, comm, size_t{1} << 18, 40000);
+    EXPECT_NE(f.result, cfxSuccess);
+    EXPECT_TRUE(contains(f.message, "rank 3")) << f.message;
+    EXPECT_LT(f.detectMs, 3000.0 + 3000.0);  // node 1's timeout and its notice, not node 0's 30 s
     if (rank < 2) {
-      EXPECT_TRUE(contains(msg, "reported")) << msg;
+      EXPECT_TRUE(contains(f.message, "reported")) << f.message;
     }
     EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
     return 0;
   }, opts);
   ASSERT_EQ(out.size(), 4u);
   for (int r = 0; r < 3; ++r) EXPECT_EQ(out[size_t(r)].exitCode, 0) << "rank " << r;
+}
+
+// abort() from another thread on node 1 while rank 3 never joins the call: rank 2's call ends Aborted and
+// its first error (the abort, recorded by the other thread) goes to node 0 over tcp, whose ranks (timeout
+// 30 s) fail at once naming it instead of waiting for rank 2's sockets to close or their own timeout.
+TEST(FailuresAcrossNodes, AbortOnAnotherNodeIsAnnouncedOverTcp) {
+  RunOptions opts;
+  opts.env = {{"CONFLUX_NET", "tcp"}, {"CONFLUX_TIMEOUT_MS", "30000"}};
+  auto out = runRanks(4, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    simulateNode(rank / 2);
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    std::vector<float> buf(size_t{1} << 16, 1.0f);
+    if (rank == 3) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(4000));  // never in the call the others wait in
+    } else {
+      std::thread aborter;
+      if (rank == 2) {
+        aborter = std::thread([comm] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+          cfxCommAbort(comm);
+        });
+      }
+      const auto start = Clock::now();
+      const cfxResult_t r = cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
+      const double ms = msSince(start);
+      const char* msg = cfxGetLastError(comm);
+      fprintf(stderr, "rank %d: %s after %.0f ms: %s\n", rank, cfxGetErrorString(r), ms, msg);
+      EXPECT_NE(r, cfxSuccess);
+      EXPECT_TRUE(contains(msg, rank == 2 ? "aborted" : "rank 2 reported: rank 2 aborted")) << msg;
+      EXPECT_LT(ms, 1000.0 + 3000.0);
+      if (aborter.joinable()) aborter.join();
+    }
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
 }
 
 }  // namespace
