@@ -1,6 +1,10 @@
 // The tcp network transport (transport/tcp/tcp_network.h) in one process: threads are ranks, each a node
 // of its own, on 127.0.0.1.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <cstdlib>
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "transport/tcp/tcp_network.h"
+#include "transport/tcp/tcp_wire.h"
 
 namespace conflux {
 namespace {
@@ -73,8 +78,8 @@ void runRanks(int n, const std::function<void(int, Network&)>& body) {
   for (auto& t : threads) t.join();
 }
 
-Status wait(Network& net, std::vector<Request> reqs) {
-  return transport::waitAll(net, reqs, Clock::now() + std::chrono::seconds(10), "test");
+Status wait(Network& net, std::vector<Request> reqs, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+  return transport::waitAll(net, reqs, Clock::now() + limit, "test");
 }
 
 TEST(TcpNetwork, MessagesOfEverySizeMatchByTagInPostingOrder) {
@@ -163,6 +168,114 @@ TEST(TcpNetwork, AFailureNoticeFailsEveryOperationWithItsText) {
       bothSawIt.arrive_and_wait();
     }
   });
+}
+
+/// A raw socket to `e`, connected (blocking).
+int connectRaw(const tcp::wire::Endpoint& e) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(e.port);
+  inet_pton(AF_INET, e.address, &sa.sin_addr);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  return fd;
+}
+
+void sendRaw(int fd, const void* p, size_t n) { EXPECT_EQ(::send(fd, p, n, MSG_NOSIGNAL), static_cast<ssize_t>(n)); }
+
+/// Rank 1 of two is a real network; rank 0 is `fake`, which speaks the wire format over raw sockets to
+/// rank 1's listener (given its endpoint) and whose own endpoint is never used (rank 1 only accepts).
+void againstFakeRank0(const std::function<void(const tcp::wire::Endpoint&)>& fake, const std::function<void(Network&)>& body) {
+  setenv("CONFLUX_TCP_ADDR", "127.0.0.1", 1);
+  ThreadAllGather gather(2);
+  std::thread fakeThread([&] {
+    tcp::wire::Endpoint none{};
+    std::vector<uint8_t> mine(sizeof none);
+    std::memcpy(mine.data(), &none, sizeof none);
+    const std::vector<uint8_t> all = gather(0, mine);
+    tcp::wire::Endpoint rank1;
+    std::memcpy(&rank1, all.data() + sizeof rank1, sizeof rank1);
+    fake(rank1);
+  });
+  transport::NetOpenArgs args;
+  args.rank = 1;
+  args.nranks = 2;
+  args.localRanks = {1};
+  args.allGather = [&](const std::vector<uint8_t>& v) { return gather(1, v); };
+  args.localAllGather = [](const std::vector<uint8_t>& v) { return v; };
+  args.timeoutMs = 10000;
+  try {
+    std::shared_ptr<Network> net = tcp::openNetwork(args);
+    body(*net);
+  } catch (const Error& e) {
+    ADD_FAILURE() << e.what();
+  }
+  fakeThread.join();
+}
+
+TEST(TcpNetwork, StrangersAreDroppedAndAHalfMessageFromAClosedPeerIsNotReceived) {
+  std::latch closed(1);
+  againstFakeRank0(
+      [&](const tcp::wire::Endpoint& rank1) {
+        ::close(connectRaw(rank1));  // a stranger that closes before saying hello
+        const int wrong = connectRaw(rank1);
+        const tcp::wire::Hello bad{0x12345678, 0};
+        sendRaw(wrong, &bad, sizeof bad);
+        // Rank 0 itself: one whole message, then half of one, then it dies.
+        const int fd = connectRaw(rank1);
+        const tcp::wire::Hello hello{tcp::wire::kHelloMagic, 0};
+        sendRaw(fd, &hello, sizeof hello);
+        const uint64_t value = 42;
+        const tcp::wire::Header whole{2, sizeof value}, half{3, 1 << 20};
+        sendRaw(fd, &whole, sizeof whole);
+        sendRaw(fd, &value, sizeof value);
+        sendRaw(fd, &half, sizeof half);
+        std::vector<char> part(1000, 'x');
+        sendRaw(fd, part.data(), part.size());
+        ::close(fd);
+        ::close(wrong);
+        closed.count_down();
+      },
+      [&](Network& net) {
+        EXPECT_NE(net.describe().find("tcp sockets to 1 rank(s)"), std::string::npos) << net.describe();
+        closed.wait();
+        // Read until the close is seen, with no receive posted: both messages arrive unexpected.
+        const auto until = Clock::now() + std::chrono::milliseconds(300);
+        while (Clock::now() < until) net.poll(until);
+        uint64_t got = 0;
+        ASSERT_TRUE(wait(net, {net.irecv(0, 2, &got, sizeof got)}).isOk());  // whole: still received
+        EXPECT_EQ(got, 42u);
+        std::vector<char> big(1 << 20);
+        Request r = net.irecv(0, 3, big.data(), big.size());
+        const Status s = wait(net, {r}, std::chrono::seconds(2));
+        EXPECT_EQ(r.status().code(), Code::RemoteError) << s.message();  // not a timeout: it fails at once
+        EXPECT_NE(r.status().message().find("connection to rank 0 closed by the peer"), std::string::npos)
+            << r.status().message();
+      });
+}
+
+TEST(TcpNetwork, AHeaderForMoreThanMemoryBreaksTheConnectionWithAClearError) {
+  std::latch done(1);
+  againstFakeRank0(
+      [&](const tcp::wire::Endpoint& rank1) {
+        const int fd = connectRaw(rank1);
+        const tcp::wire::Hello hello{tcp::wire::kHelloMagic, 0};
+        sendRaw(fd, &hello, sizeof hello);
+        const tcp::wire::Header huge{5, uint64_t{1} << 62};
+        sendRaw(fd, &huge, sizeof huge);
+        done.wait();
+        ::close(fd);
+      },
+      [&](Network& net) {
+        uint64_t x = 0;
+        Request r = net.irecv(0, 6, &x, sizeof x);
+        const Status s = wait(net, {r}, std::chrono::seconds(5));
+        EXPECT_EQ(s.code(), Code::RemoteError) << s.message();
+        EXPECT_NE(s.message().find("rank 0 sent a header for 4611686018427387904 bytes, more than this rank can hold"),
+                  std::string::npos)
+            << s.message();
+        done.count_down();
+      });
 }
 
 TEST(NetworkRegistry, ListsTheBuiltTransportsAndRefusesOthersByName) {

@@ -1,7 +1,6 @@
 #include "transport/tcp/tcp_connect.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -16,47 +15,37 @@
 #include "core/bootstrap/store_server.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "transport/tcp/tcp_wire.h"
 
 namespace conflux::tcp {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr uint32_t kHelloMagic = 0x43465854;  // "CFXT"
+using wire::Endpoint;
+using wire::Hello;
+using wire::kHelloMagic;
 
-/// One rank's listening address, as it travels in the all-gather.
-struct Endpoint {
-  char address[64];
-  uint16_t port;
-};
-
-/// What the connecting side sends first.
-struct Hello {
-  uint32_t magic;
-  int32_t rank;
-};
+constexpr auto kHelloWait = std::chrono::seconds(5);
 
 [[noreturn]] void fail(const std::string& what) {
   throw Error(Code::SystemError, "tcp: " + what + ": " + std::strerror(errno));
-}
-
-int msLeft(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::max<long long>(0, left));
 }
 
 /// Waits for `events` on `fd` until `deadline`; false on timeout.
 bool waitFor(int fd, short events, Clock::time_point deadline) {
   for (;;) {
     pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, msLeft(deadline));
+    const int n = ::poll(&p, 1, bootstrap::pollTimeoutMs(deadline));
     if (n > 0) return true;
     if (n == 0) return false;
     if (errno != EINTR) fail("poll");
   }
 }
 
-/// Moves all of [buf, buf+bytes) through a non-blocking socket before `deadline`.
+/// Moves all of [buf, buf+bytes) through a non-blocking socket before `deadline`. Throws RemoteError
+/// when the peer closes, Timeout, SystemError (bootstrap::sendAll/recvAll, but with the transport's words).
 void transfer(int fd, void* buf, size_t bytes, bool out, Clock::time_point deadline, const std::string& what) {
   auto* p = static_cast<char*>(buf);
   while (bytes > 0) {
@@ -74,32 +63,42 @@ void transfer(int fd, void* buf, size_t bytes, bool out, Clock::time_point deadl
   }
 }
 
-void makeNonBlocking(int fd) {
-  const int flags = ::fcntl(fd, F_GETFL, 0);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) fail("fcntl(O_NONBLOCK)");
+void setNoDelay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // small messages leave at once
 }
 
-std::string bindAddress() {
+/// The address to listen on, and where it came from (for errors).
+struct BindAddress {
+  std::string host;
+  std::string from;
+};
+
+BindAddress bindAddress() {
   const std::string set = config::getString(config::Var::TCP_ADDR);
-  return set.empty() ? bootstrap::pickBindHost(false) : set;
+  if (!set.empty()) return {set, "CONFLUX_TCP_ADDR"};
+  return {bootstrap::pickBindHost(false), "tcp: the address picked for this node (CONFLUX_TCP_ADDR chooses another)"};
 }
 
-Fd listenOn(const std::string& address, int backlog, uint16_t& port) {
+Fd listenOn(const BindAddress& address, int backlog, uint16_t& port) {
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
-  if (::inet_pton(AF_INET, address.c_str(), &sa.sin_addr) != 1) {
-    throw Error(Code::InvalidArgument, "CONFLUX_TCP_ADDR: '" + address + "' is not an IPv4 address");
+  if (::inet_pton(AF_INET, address.host.c_str(), &sa.sin_addr) != 1) {
+    throw Error(Code::InvalidArgument, address.from + ": '" + address.host + "' is not an IPv4 address");
+  }
+  if (sa.sin_addr.s_addr == htonl(INADDR_ANY)) {
+    // Other ranks connect to the address published, and 0.0.0.0 names no host.
+    throw Error(Code::InvalidArgument,
+                address.from + ": '" + address.host + "' is not an address other ranks can connect to; give this node's own");
   }
   Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) fail("socket");
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) fail("bind to " + address);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) fail("bind to " + address.host);
   if (::listen(fd.get(), backlog) != 0) fail("listen");
   socklen_t len = sizeof sa;
   if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sa), &len) != 0) fail("getsockname");
   port = ntohs(sa.sin_port);
-  makeNonBlocking(fd.get());
+  bootstrap::makeNonBlocking(fd.get());
   return fd;
 }
 
@@ -110,49 +109,42 @@ Fd connectTo(const Endpoint& e, int peer, Clock::time_point deadline) {
   if (::inet_pton(AF_INET, e.address, &sa.sin_addr) != 1) {
     throw Error(Code::InvalidArgument, "tcp: rank " + std::to_string(peer) + " sent a bad address '" + e.address + "'");
   }
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0) fail("socket");
-  makeNonBlocking(fd.get());
-  const std::string what = "connecting to rank " + std::to_string(peer) + " at " + e.address + ":" + std::to_string(e.port);
-  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-    if (errno != EINPROGRESS) fail(what);
-    if (!waitFor(fd.get(), POLLOUT, deadline)) throw Error(Code::Timeout, "tcp: " + what + ": timed out");
-    int err = 0;
-    socklen_t len = sizeof err;
-    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) {
-      errno = err;
-      fail(what);
-    }
+  bootstrap::SockAddr addr;
+  std::memcpy(&addr.storage, &sa, sizeof sa);
+  addr.len = sizeof sa;
+  Fd fd;
+  if (const int err = bootstrap::tryConnect(addr, deadline, &fd); err != 0) {  // sets TCP_NODELAY too
+    const std::string what = "connecting to rank " + std::to_string(peer) + " at " + e.address + ":" + std::to_string(e.port);
+    if (err == ETIMEDOUT) throw Error(Code::Timeout, "tcp: " + what + ": timed out");
+    errno = err;
+    fail(what);
   }
   return fd;
 }
 
-}  // namespace
-
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    reset();
-    fd_ = o.release();
+/// Reads a connecting side's hello. A peer sends it right after connecting, so one that closes or says
+/// nothing for kHelloWait is a stranger: false, and the caller drops it and goes on accepting.
+bool readHello(int fd, Hello& hello, Clock::time_point deadline) {
+  try {
+    transfer(fd, &hello, sizeof hello, false, deadline, "hello from a peer");
+    return true;
+  } catch (const Error& e) {
+    if (e.code() != Code::RemoteError && e.code() != Code::Timeout) throw;
+    CFX_WARN(kNet, "%s (dropped)", e.what());
+    return false;
   }
-  return *this;
 }
 
-Fd::~Fd() { reset(); }
-
-void Fd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
+}  // namespace
 
 Connections connectAll(const transport::NetOpenArgs& args) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(args.timeoutMs);
   auto local = [&](int r) { return std::find(args.localRanks.begin(), args.localRanks.end(), r) != args.localRanks.end(); };
-  const std::string address = bindAddress();
+  const BindAddress address = bindAddress();
   uint16_t port = 0;
   Fd listener = listenOn(address, std::max(16, args.nranks), port);
   Endpoint mine{};
-  std::strncpy(mine.address, address.c_str(), sizeof mine.address - 1);
+  std::strncpy(mine.address, address.host.c_str(), sizeof mine.address - 1);
   mine.port = port;
   std::vector<uint8_t> blob(sizeof mine);
   std::memcpy(blob.data(), &mine, sizeof mine);
@@ -160,7 +152,7 @@ Connections connectAll(const transport::NetOpenArgs& args) {
 
   Connections c;
   c.peers.resize(static_cast<size_t>(args.nranks));
-  c.listenAddress = address + ":" + std::to_string(port);
+  c.listenAddress = address.host + ":" + std::to_string(port);
   // The lower rank of a pair connects: all connects first (the listeners' backlogs take them), then the
   // accepts, so no rank waits on one that is itself waiting.
   int toAccept = 0;
@@ -188,13 +180,14 @@ Connections connectAll(const transport::NetOpenArgs& args) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) continue;
       fail("accept");
     }
-    int one = 1;
-    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setNoDelay(fd.get());
     Hello hello{};
-    transfer(fd.get(), &hello, sizeof hello, false, deadline, "hello from a peer");
+    if (!readHello(fd.get(), hello, std::min(deadline, Clock::now() + kHelloWait))) continue;
     const int r = hello.rank;
     if (hello.magic != kHelloMagic || r < 0 || r >= args.rank || local(r) || c.peers[size_t(r)].get() >= 0) {
-      continue;  // not a peer of this communicator: dropped (fd closes), the peers still come
+      CFX_WARN(kNet, "tcp: dropped a connection to %s that is not a peer of this communicator (its hello: magic %#x, rank %d)",
+               c.listenAddress.c_str(), hello.magic, r);
+      continue;  // dropped (fd closes): the peers still come
     }
     c.peers[size_t(r)] = std::move(fd);
     --toAccept;

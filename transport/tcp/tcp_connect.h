@@ -4,31 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "core/bootstrap/socket.h"
 #include "transport/network.h"
 
 namespace conflux::tcp {
 
-/// An owned file descriptor (-1: none), closed when it goes.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd();
-  int get() const { return fd_; }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
+using bootstrap::Fd;
 
 /// The sockets of one communicator.
 struct Connections {
@@ -37,8 +18,9 @@ struct Connections {
 };
 
 /// Listens, exchanges addresses over args.allGather and connects every pair of ranks on different nodes
-/// (collective). Throws Error(SystemError) for a socket that cannot be made, Timeout for a peer that does
-/// not connect within args.timeoutMs, InvalidUsage for a stranger's connection.
+/// (collective). A stranger's connection (no hello within 5 s, a wrong one, a duplicate) is dropped with a
+/// warning. Throws Error(InvalidArgument) for a bad CONFLUX_TCP_ADDR, SystemError for a socket that cannot
+/// be made, Timeout for a peer that does not connect within args.timeoutMs.
 Connections connectAll(const transport::NetOpenArgs& args);
 
 }  // namespace conflux::tcp

@@ -5,15 +5,18 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <new>
 #include <list>
 
 #include "core/log.h"
 #include "transport/tcp/tcp_connect.h"
+#include "transport/tcp/tcp_wire.h"
 
 namespace conflux::tcp {
 namespace {
@@ -22,22 +25,24 @@ using transport::Deadline;
 using transport::Request;
 using transport::RequestState;
 
-struct Header {
-  uint64_t tag;
-  uint64_t bytes;
-};
-
-// A header with this tag bit carries no message but the sender's failure (announceFailure): its text.
-constexpr uint64_t kNoticeBit = uint64_t{1} << 63;
-constexpr size_t kMaxNoticeBytes = 1024;
+using wire::Header;
+using wire::kMaxNoticeBytes;
+using wire::kNoticeBit;
 
 struct Op : RequestState {
-  uint64_t tag = 0;  // kNoticeBit: a failure notice, whose text is `notice`
-  std::string notice;
+  uint64_t tag = 0;          // kNoticeBit: a failure notice, whose text is in `owned`
   std::byte* buf = nullptr;  // a send's source (read only) or a receive's destination
+  std::vector<std::byte> owned;  // a send's own copy of its payload, when buf points into it
   size_t moved = 0;          // payload bytes moved
   size_t headerSent = 0;     // a send's header bytes moved
 };
+
+uint64_t physicalBytes() {
+  static const uint64_t bytes = uint64_t(::sysconf(_SC_PHYS_PAGES)) * uint64_t(::sysconf(_SC_PAGESIZE));
+  return bytes;
+}
+
+bool isNotice(const Header& h) { return (h.tag & kNoticeBit) != 0; }
 
 void finish(Op& op, const Status& s) {
   op.status = s;
@@ -69,7 +74,8 @@ struct Peer {
   Unexpected* stash = nullptr;
   size_t payloadGot = 0;
   std::vector<std::byte> sink;
-  std::string notice;  // a failure notice being read
+  std::string notice;     // a failure notice being read
+  bool announced = false;  // a failure notice was queued to it
 };
 
 class TcpNetwork final : public transport::Network {
@@ -103,21 +109,7 @@ class TcpNetwork final : public transport::Network {
     auto op = newOp(tag, static_cast<std::byte*>(buf), bytes);
     // Messages that arrived before the peer closed can still be received.
     if (Peer* p = usable(peer, tag, *op, /*evenBroken=*/true)) {
-      for (auto it = p->unexpected.begin(); it != p->unexpected.end(); ++it) {
-        if (it->tag != tag || it->claimedBy != nullptr) continue;
-        if (it->data.size() != bytes) {
-          finish(*op, sizeMismatch(*p, tag, it->data.size(), bytes));
-        } else if (&*it != p->stash) {
-          if (bytes > 0) std::memcpy(buf, it->data.data(), bytes);
-          finish(*op, Status::ok());
-        }
-        if (&*it == p->stash) {
-          it->claimedBy = op;  // still arriving: completes (or was failed) when the rest is in
-          return Request(op);
-        }
-        p->unexpected.erase(it);
-        return Request(op);
-      }
+      if (matchUnexpected(*p, op)) return Request(op);
       if (p->broken) {
         finish(*op, p->error);
         return Request(op);
@@ -145,9 +137,11 @@ class TcpNetwork final : public transport::Network {
     }
     // ppoll: the executor waits in slices of 50 us to 1 ms, which poll's milliseconds would round to a spin.
     const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - transport::Clock::now()).count();
-    if (fds_.empty() || left <= 0) return;
+    if (left <= 0) return;
     const long long ns = std::min<long long>(left, 1000000000LL);
     const timespec ts{static_cast<time_t>(ns / 1000000000LL), static_cast<long>(ns % 1000000000LL)};
+    // With every connection gone nothing can complete here: sleep anyway (ppoll of no descriptors), so
+    // that a caller waiting for its deadline does not spin.
     if (::ppoll(fds_.data(), fds_.size(), &ts, nullptr) > 0) progress();
   }
 
@@ -161,11 +155,16 @@ class TcpNetwork final : public transport::Network {
         finish(*p.sends.back(), status);
         p.sends.pop_back();
       }
+      // The caller may free the failed call's buffers before the started send is out (closeAll gives it
+      // time): it goes on from a copy.
+      if (started) keepOwnCopy(*p.sends.front());
+      const std::string text = status.message().substr(0, kMaxNoticeBytes);
       auto op = newOp(kNoticeBit, nullptr, 0);
-      op->notice = status.message().substr(0, kMaxNoticeBytes);
-      op->buf = reinterpret_cast<std::byte*>(op->notice.data());
-      op->bytes = op->notice.size();
+      op->owned.assign(reinterpret_cast<const std::byte*>(text.data()), reinterpret_cast<const std::byte*>(text.data()) + text.size());
+      op->buf = op->owned.data();
+      op->bytes = op->owned.size();
       p.sends.push_back(op);
+      p.announced = true;
       flush(p);
     }
   }
@@ -183,6 +182,12 @@ class TcpNetwork final : public transport::Network {
     op->buf = buf;
     op->bytes = bytes;
     return op;
+  }
+
+  static void keepOwnCopy(Op& send) {
+    if (send.buf == nullptr || !send.owned.empty()) return;
+    send.owned.assign(send.buf, send.buf + send.bytes);
+    send.buf = send.owned.data();
   }
 
   /// The peer's state when an operation with it can be posted (`evenBroken`: also when its connection
@@ -204,6 +209,26 @@ class TcpNetwork final : public transport::Network {
     return &p;
   }
 
+  /// The first unclaimed message with the receive's tag that arrived before it, if any, is its: a whole
+  /// one completes it now (or fails it, sizes differing) and goes; the one still arriving is claimed and
+  /// completes it in endMessage (failed now already if the sizes differ).
+  bool matchUnexpected(Peer& p, const std::shared_ptr<Op>& op) {
+    auto it = std::find_if(p.unexpected.begin(), p.unexpected.end(),
+                           [&](const Unexpected& u) { return u.tag == op->tag && u.claimedBy == nullptr; });
+    if (it == p.unexpected.end()) return false;
+    if (it->data.size() != op->bytes) finish(*op, sizeMismatch(p, op->tag, it->data.size(), op->bytes));
+    if (&*it == p.stash) {
+      it->claimedBy = op;
+      return true;
+    }
+    if (!op->done.load(std::memory_order_relaxed)) {
+      if (op->bytes > 0) std::memcpy(op->buf, it->data.data(), op->bytes);
+      finish(*op, Status::ok());
+    }
+    p.unexpected.erase(it);
+    return true;
+  }
+
   static Status sizeMismatch(const Peer& p, uint64_t tag, size_t sent, size_t expected) {
     return Status(Code::InvalidUsage, "tcp: " + p.name + " sent " + std::to_string(sent) + " bytes with tag " +
                                           std::to_string(tag) + ", but the receive expects " + std::to_string(expected));
@@ -219,15 +244,27 @@ class TcpNetwork final : public transport::Network {
     const bool pending = !p.sends.empty() || !p.posted.empty() || p.into != nullptr ||
                          std::any_of(p.unexpected.begin(), p.unexpected.end(), [](const Unexpected& u) { return u.claimedBy != nullptr; });
     if (pending) CFX_WARN(kNet, "%s", p.error.message().c_str());
-    for (auto& op : p.sends) finish(*op, p.error);
-    for (auto& op : p.posted) finish(*op, p.error);
-    for (auto& u : p.unexpected) {
-      if (u.claimedBy != nullptr) finish(*u.claimedBy, p.error);
+    for (auto& op : p.sends) failUnlessDone(*op, p.error);
+    for (auto& op : p.posted) failUnlessDone(*op, p.error);
+    if (p.into != nullptr) failUnlessDone(*p.into, p.error);
+    // Only the message being read can be claimed and still arriving (endMessage removes a claimed one
+    // once it is in): its claimant fails, and its half is dropped so that no later receive takes it.
+    // Whole unexpected messages stay: irecv still delivers them.
+    if (p.stash != nullptr) {
+      if (p.stash->claimedBy != nullptr) failUnlessDone(*p.stash->claimedBy, p.error);
+      p.unexpected.remove_if([&](const Unexpected& u) { return &u == p.stash; });
     }
-    if (p.into != nullptr) finish(*p.into, p.error);
     p.sends.clear();
     p.posted.clear();
     p.into = nullptr;
+    p.stash = nullptr;
+    p.headerGot = 0;
+    p.payloadGot = 0;
+  }
+
+  /// A request failed for a size mismatch keeps that status.
+  static void failUnlessDone(Op& op, const Status& error) {
+    if (!op.done.load(std::memory_order_acquire)) finish(op, error);
   }
 
   void flush(Peer& p) {
@@ -296,7 +333,7 @@ class TcpNetwork final : public transport::Network {
   /// A header arrived: the first receive posted for its tag takes the payload, else it is kept.
   void startPayload(Peer& p) {
     p.payloadGot = 0;
-    if ((p.header.tag & kNoticeBit) != 0) {
+    if (isNotice(p.header)) {
       p.notice.assign(std::min<uint64_t>(p.header.bytes, kMaxNoticeBytes), '\0');
       return;  // payloadTarget reads it into p.notice (a longer one is cut)
     }
@@ -310,18 +347,35 @@ class TcpNetwork final : public transport::Network {
       }
       return;
     }
-    p.unexpected.push_back(Unexpected{p.header.tag, std::vector<std::byte>(p.header.bytes), 0, nullptr});
+    // A size beyond this machine's memory is a corrupt stream, not a message: refused before allocating.
+    std::vector<std::byte> data;
+    bool held = p.header.bytes <= physicalBytes();
+    try {
+      if (held) data.resize(p.header.bytes);
+    } catch (const std::bad_alloc&) {
+      held = false;
+    }
+    if (!held) {
+      breakPeer(p, Status(Code::RemoteError, "tcp: " + p.name + " sent a header for " + std::to_string(p.header.bytes) +
+                                                 " bytes, more than this rank can hold"));
+      return;
+    }
+    p.unexpected.push_back(Unexpected{p.header.tag, std::move(data), 0, nullptr});
     p.stash = &p.unexpected.back();
   }
 
   /// Where the next payload bytes go; lowers `want` to what fits there.
   std::byte* payloadTarget(Peer& p, size_t& want) {
-    if ((p.header.tag & kNoticeBit) != 0 && p.payloadGot < p.notice.size()) {
-      want = std::min(want, p.notice.size() - p.payloadGot);
-      return reinterpret_cast<std::byte*>(p.notice.data()) + p.payloadGot;
+    if (isNotice(p.header)) {
+      if (p.payloadGot < p.notice.size()) {
+        want = std::min(want, p.notice.size() - p.payloadGot);
+        return reinterpret_cast<std::byte*>(p.notice.data()) + p.payloadGot;
+      }
+    } else if (p.into != nullptr) {
+      return p.into->buf + p.payloadGot;
+    } else if (p.stash != nullptr) {
+      return p.stash->data.data() + p.payloadGot;
     }
-    if ((p.header.tag & kNoticeBit) == 0 && p.into != nullptr) return p.into->buf + p.payloadGot;
-    if ((p.header.tag & kNoticeBit) == 0 && p.stash != nullptr) return p.stash->data.data() + p.payloadGot;
     // Dropped bytes (a mismatched message, the rest of an overlong notice), a piece at a time.
     p.sink.resize(64 << 10);
     want = std::min(want, p.sink.size());
@@ -329,7 +383,7 @@ class TcpNetwork final : public transport::Network {
   }
 
   void endMessage(Peer& p) {
-    if ((p.header.tag & kNoticeBit) != 0) {
+    if (isNotice(p.header)) {
       // The sender's communicator failed, so this one cannot complete a call either: every operation
       // fails with its text, whichever peer it waits for.
       p.headerGot = p.payloadGot = 0;
@@ -371,10 +425,24 @@ class TcpNetwork final : public transport::Network {
         ::poll(&w, 1, 10);
       }
       ::shutdown(p.fd.get(), SHUT_WR);
-      std::byte drain[4096];
-      while (::recv(p.fd.get(), drain, sizeof drain, MSG_DONTWAIT) > 0) {
-      }
+      drain(p, p.announced ? until : transport::Clock::now());
       p.fd.reset();
+    }
+  }
+
+  /// Reads and drops what the peer sends until it closes too or `until` passes (at least what has
+  /// arrived already): unread bytes at close would make the kernel reset the connection, and a reset
+  /// can destroy a notice the peer has not read yet.
+  static void drain(Peer& p, Deadline until) {
+    std::byte bytes[4096];
+    for (;;) {
+      const ssize_t n = ::recv(p.fd.get(), bytes, sizeof bytes, MSG_DONTWAIT);
+      if (n > 0) continue;
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return;  // closed, or broken
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - transport::Clock::now()).count();
+      if (left <= 0) return;
+      pollfd r{p.fd.get(), POLLIN, 0};
+      ::poll(&r, 1, static_cast<int>(std::min<long long>(left, 10)));
     }
   }
 
