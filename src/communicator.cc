@@ -72,7 +72,6 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   log::setThreadRank(rank);
   const int timeoutMs = options.timeoutMs >= 0 ? options.timeoutMs
                                                : static_cast<int>(config::getInt(config::Var::TIMEOUT_MS));
-  env_.timeoutMs = timeoutMs;  // openNetwork's connections wait this long too
   selector_ = Selector(config::getString(config::Var::ALGO));
 
   auto client = std::make_unique<bootstrap::StoreClient>(id, std::chrono::milliseconds(timeoutMs));
@@ -112,13 +111,20 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   cfg.globalRanks = layout.localRanks;
   cfg.channelBytes = static_cast<size_t>(config::getInt(config::Var::SHM_CHANNEL_BYTES));
   cfg.stagingBytes = static_cast<size_t>(config::getInt(config::Var::SHM_STAGING_BYTES));
+  const transport::BlobAllGather allGather = [&](const std::vector<uint8_t>& v) { return boot.allGather(v); };
+  const transport::BlobAllGather localAllGather = [&](const std::vector<uint8_t>& v) {
+    return boot.allGatherAmong(layout.localRanks, v);
+  };
   shm::LocalExchange ex;
-  ex.allGather = [&](const std::vector<uint8_t>& v) { return boot.allGatherAmong(layout.localRanks, v); };
+  ex.allGather = localAllGather;
   ex.barrier = [&] { boot.barrierAmong(layout.localRanks); };
   world_ = shm::ShmWorld::create(cfg, ex);
   stagingBytes_ = world_->stagingBytes();
 
-  if (numNodes_ > 1) openNetwork(boot, layout.localRanks, options);
+  if (numNodes_ > 1) {
+    openNetwork(layout.localRanks, options, timeoutMs, allGather, localAllGather);
+    setCostModel(options, timeoutMs, allGather);
+  }
 
   env_.world = world_.get();
   env_.rank = rank_;
@@ -165,11 +171,11 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
            static_cast<size_t>(stagingBytes_), timeoutMs);
 }
 
-void CommunicatorImpl::openNetwork(bootstrap::Bootstrap& boot, const std::vector<int>& localRanks,
-                                   const CommOptions& options) {
+void CommunicatorImpl::openNetwork(const std::vector<int>& localRanks, const CommOptions& options, int timeoutMs,
+                                   const transport::BlobAllGather& allGather,
+                                   const transport::BlobAllGather& localAllGather) {
   // A split child first asks its parent's network for a view (collective over the child's ranks, alike
   // on every member: all have a parent network or none); when there is none, every rank opens one.
-  const auto allGather = [&](const std::vector<uint8_t>& v) { return boot.allGather(v); };
   if (!options.parentRanks.empty() && options.parentNet != nullptr) {
     net_ = options.parentNet->shareWith(options.parentRanks, rank_, allGather);
   }
@@ -180,17 +186,19 @@ void CommunicatorImpl::openNetwork(bootstrap::Bootstrap& boot, const std::vector
     args.localRank = localRank_;
     args.localRanks = localRanks;
     args.allGather = allGather;
-    args.localAllGather = [&](const std::vector<uint8_t>& v) { return boot.allGatherAmong(localRanks, v); };
-    args.timeoutMs = env_.timeoutMs;
+    args.localAllGather = localAllGather;
+    args.timeoutMs = timeoutMs;
     net_ = transport::openNetwork(args);
   }
   CFX_INFO(kInit, "rank %d: %d node(s), inter-node messages over %s", rank_, numNodes_, net_->describe().c_str());
-  // The cost model, the same on every rank (rank 0's probe or file; a split child's parent's).
+}
+
+void CommunicatorImpl::setCostModel(const CommOptions& options, int timeoutMs, const transport::BlobAllGather& allGather) {
+  // The same on every rank: rank 0's probe or file, or a split child's parent's.
   if (options.costs) {
     selector_.setCostParams(*options.costs);
   } else {
-    selector_.setCostParams(calibrateCostModel(rank_, *nodeLayout_, net_.get(), net_->endpointKey(), chunkBytes_,
-                                               env_.timeoutMs, allGather));
+    selector_.setCostParams(calibrateCostModel(rank_, *nodeLayout_, *net_, chunkBytes_, timeoutMs, allGather));
   }
 }
 

@@ -84,11 +84,11 @@ class CommunicatorImpl {
                                                   const CommOptions& options = {});
   ~CommunicatorImpl();
 
-  /// cfxCommSplit on this rank: exchanges (color, key), free tag spaces and the new communicators' ids over
-  /// this one, then joins its color's communicator (collective over that color); null for
-  /// CFX_SPLIT_NOCOLOR (< 0). With `share`, a child that spans nodes takes this communicator's cost model
-  /// and sends through its network endpoints in a tag space free on all its members (ofi/comm_net.h);
-  /// without, it opens its own and measures afresh. Throws Error.
+  /// cfxCommSplit on this rank: exchanges (color, key) and the new communicators' ids over this one, then
+  /// joins its color's communicator (collective over that color); null for CFX_SPLIT_NOCOLOR (< 0). With
+  /// `share`, a child that spans nodes takes this communicator's cost model and, where the network can
+  /// (transport::Network::shareWith: libfabric's endpoints in a tag space free on all its members), a
+  /// view of its network; otherwise, and without `share`, it opens its own and measures afresh. Throws Error.
   std::unique_ptr<CommunicatorImpl> split(int color, int key, CommOptions options, bool share);
   /// cfxCommCreateGroup on this rank, a member: the first member sends the new communicator's id to the
   /// others over this one (point to point), then all join it (collective over `members`, distinct ranks of
@@ -126,8 +126,11 @@ class CommunicatorImpl {
                                               std::shared_ptr<bootstrap::StoreServer> server, CommOptions options,
                                               bool share);
   /// Reaches the ranks on other nodes: opens the network CONFLUX_NET names (transport/network.h), or
-  /// shares the parent's (a split child), and sets the cost model (collective over every rank).
-  void openNetwork(bootstrap::Bootstrap& boot, const std::vector<int>& localRanks, const CommOptions& options);
+  /// shares the parent's (a split child). Collective over every rank.
+  void openNetwork(const std::vector<int>& localRanks, const CommOptions& options, int timeoutMs,
+                   const transport::BlobAllGather& allGather, const transport::BlobAllGather& localAllGather);
+  /// The cost model over net_ (collective over every rank).
+  void setCostModel(const CommOptions& options, int timeoutMs, const transport::BlobAllGather& allGather);
   struct CachedPlan {
     PlanParams params;
     bool peerBuffers = false;

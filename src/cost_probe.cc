@@ -51,15 +51,10 @@ CostParams unpack(const Shared& s, uint64_t chunkBytes) {
   return p;
 }
 
-/// Rank 0's blob out of an all-gather of `mine`.
+/// Rank 0's value out of an all-gather of `mine`.
 template <class T>
-T fromRank0(const ProbeAllGather& allGather, const T& mine) {
-  std::vector<uint8_t> v(sizeof(T));
-  std::memcpy(v.data(), &mine, sizeof(T));
-  const std::vector<uint8_t> all = allGather(v);
-  T out;
-  std::memcpy(&out, all.data(), sizeof(T));
-  return out;
+T fromRank0(const transport::BlobAllGather& allGather, const T& mine) {
+  return transport::allGatherValues(allGather, mine).front();
 }
 
 // Probe messages use call sequence 0, which no collective uses (calls count from 1) and whose messages
@@ -136,18 +131,19 @@ std::map<std::string, CostParams> gCache;  // probed parameters by node pair (ho
 
 }  // namespace
 
-CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::MessageTransport* net,
-                              const std::string& railKey, uint64_t chunkBytes, int timeoutMs,
-                              const ProbeAllGather& allGather) {
+CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Network& net, uint64_t chunkBytes,
+                              int timeoutMs, const transport::BlobAllGather& allGather) {
+  const std::string endpointKey = net.endpointKey();
   // NICs per node: distinct endpoint identities among a node's ranks.
-  char key[128] = {};
-  std::strncpy(key, railKey.c_str(), sizeof key - 1);
-  std::vector<uint8_t> mine(key, key + sizeof key);
-  const std::vector<uint8_t> keys = allGather(mine);
+  struct Key {
+    char text[128];
+  } mine{};
+  std::strncpy(mine.text, endpointKey.c_str(), sizeof mine.text - 1);
+  const std::vector<Key> keys = transport::allGatherValues(allGather, mine);
   int nics = 1;
   for (const auto& node : layout.nodes) {
     std::set<std::string> distinct;
-    for (int r : node) distinct.insert(std::string(reinterpret_cast<const char*>(keys.data() + size_t(r) * sizeof key)));
+    for (int r : node) distinct.insert(std::string(keys[size_t(r)].text));
     nics = std::max(nics, int(distinct.size()));
   }
 
@@ -155,10 +151,10 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Mes
   params.chunkBytes = chunkBytes;
   params.nicsPerNode = nics;
   const std::string file = config::getString(config::Var::COST_FILE);
-  const bool probe = config::getBool(config::Var::COST_PROBE) && net != nullptr && layout.nodes.size() > 1;
+  const bool probe = config::getBool(config::Var::COST_PROBE) && layout.nodes.size() > 1;
   const int peer = layout.nodes.size() > 1 ? layout.nodes[1].front() : -1;
   const std::string cacheKey = config::getString(config::Var::JOB_ID) + "|" + std::to_string(layout.nodes.size()) +
-                               "|" + std::to_string(nics) + "|" + railKey;
+                               "|" + std::to_string(nics) + "|" + endpointKey;
   bool needProbe = false;
   if (rank == 0) {
     if (!file.empty()) {
@@ -175,7 +171,7 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Mes
   if (!first.needProbe) return unpack(first, chunkBytes);
 
   if (rank == 0 || rank == peer) {
-    const auto [alpha, bandwidth] = pingPong(*net, rank == 0 ? peer : 0, rank == 0, timeoutMs);
+    const auto [alpha, bandwidth] = pingPong(net, rank == 0 ? peer : 0, rank == 0, timeoutMs);
     if (rank == 0) {
       params.inter.alpha = alpha;
       if (bandwidth > 0) params.inter.bandwidth = bandwidth;

@@ -9,12 +9,9 @@
 #include "algorithms/cost_model.h"
 #include "algorithms/plan.h"
 
-#include "transport/transport.h"
+#include "transport/network.h"
 
 namespace conflux {
-
-/// All-gather of equal-sized blobs (concatenated in rank order).
-using ProbeAllGather = std::function<std::vector<uint8_t>(const std::vector<uint8_t>&)>;
 
 /// The cost model's parameters, the same on every rank (collective: every rank calls it in the same
 /// order). In order of precedence:
@@ -24,11 +21,10 @@ using ProbeAllGather = std::function<std::vector<uint8_t>(const std::vector<uint
 ///     2 MiB messages (8 MiB, the better of two) its bandwidth; rank 0 times a memory copy and a reduction
 ///     for the intra-node bandwidth and gamma. About 60 ms on a 2 Gbit/s link, a few ms on a fast one.
 ///   - otherwise the defaults of CostParams.
-/// NICs per node is the most distinct endpoint identities (@p railKey: bound address and domains) among
-/// the ranks of one node. Rank 0's numbers are given to every rank, so all select alike.
+/// NICs per node is the most distinct endpoint identities (Network::endpointKey: bound address and
+/// domains) among the ranks of one node. Rank 0's numbers are given to every rank, so all select alike.
 /// @p timeoutMs bounds each wait of the probe's messages.
-CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::MessageTransport* net,
-                              const std::string& railKey, uint64_t chunkBytes, int timeoutMs,
-                              const ProbeAllGather& allGather);
+CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Network& net, uint64_t chunkBytes,
+                              int timeoutMs, const transport::BlobAllGather& allGather);
 
 }  // namespace conflux

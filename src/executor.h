@@ -74,8 +74,8 @@ struct ExecEnv {
   int yieldCount = 0;             ///< sched_yield() calls before sleeping (oversubscribed nodes).
   bool checkArgs = true;
   const std::atomic<bool>* aborted = nullptr;
-  /// Peers on other nodes (localIndex < 0) are reached through this (the communicator's ofi::CommNet, or a
-  /// test's fake); null when all ranks are local.
+  /// Peers on other nodes (localIndex < 0) are reached through this (the communicator's transport::Network,
+  /// or a test's fake); null when all ranks are local.
   transport::MessageTransport* net = nullptr;
 };
 

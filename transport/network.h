@@ -23,9 +23,6 @@
 
 namespace conflux::transport {
 
-/// All-gather of equal-sized blobs (concatenated in rank order).
-using BlobAllGather = std::function<std::vector<uint8_t>(const std::vector<uint8_t>&)>;
-
 class Network : public MessageTransport {
  public:
   /// One line for the init log: what carries the messages and why ("ofi provider tcp;ofi_rxm, rail
@@ -69,7 +66,7 @@ struct NetOpenArgs {
 /// One registered transport.
 struct NetEntry {
   std::string_view name;  ///< CONFLUX_NET's value
-  std::string_view what;  ///< one line for docs and errors
+  std::string_view what;  ///< one line, in the error for an unknown CONFLUX_NET
   std::shared_ptr<Network> (*open)(const NetOpenArgs&);
 };
 
@@ -80,8 +77,5 @@ std::span<const NetEntry> networks();
 /// Throws Error(InvalidArgument) naming CONFLUX_NET for a name this build does not have, and whatever
 /// the transport throws when it cannot open.
 std::shared_ptr<Network> openNetwork(const NetOpenArgs& args);
-
-/// Waits until every request is done, progressing and polling `net`; Timeout (naming `what`) at `until`.
-Status waitAll(MessageTransport& net, std::span<Request> requests, Deadline until, const std::string& what);
 
 }  // namespace conflux::transport

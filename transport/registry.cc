@@ -30,25 +30,10 @@ std::shared_ptr<Network> openNetwork(const NetOpenArgs& args) {
   std::string known;
   for (const NetEntry& e : kNetworks) {
     if (wanted.empty() || wanted == "auto" || wanted == e.name) return e.open(args);
-    known += (known.empty() ? "" : ", ") + std::string(e.name);
+    known += "; " + std::string(e.name) + " (" + std::string(e.what) + ")";
   }
-  throw Error(Code::InvalidArgument, "CONFLUX_NET='" + wanted + "': this build has no such transport (it has auto, " +
-                                         known + ")");
-}
-
-Status waitAll(MessageTransport& net, std::span<Request> requests, Deadline until, const std::string& what) {
-  for (;;) {
-    net.progress();
-    bool done = true;
-    for (const Request& r : requests) {
-      if (r.failed() && r.done()) return r.status();
-      done = done && r.done();
-    }
-    if (done) return Status::ok();
-    const Deadline now = Clock::now();
-    if (now >= until) return Status(Code::Timeout, what + ": timed out waiting for " + std::to_string(requests.size()) + " message(s)");
-    net.poll(std::min(until, now + std::chrono::milliseconds(10)));
-  }
+  throw Error(Code::InvalidArgument, "CONFLUX_NET='" + wanted + "': this build has no such transport. It has auto (the first of these)" +
+                                         known);
 }
 
 }  // namespace conflux::transport

@@ -6,8 +6,8 @@
 // must match. progress() moves posted messages without blocking; poll() may also block until something
 // could have completed or a deadline passes, so that a waiting rank does not burn its core. The executor
 // (src/executor.h) drives one per communicator for the peers on other nodes and knows nothing else
-// of the transport behind it: libfabric (transport/ofi/comm_net.h) in the library, in-memory fakes that
-// delay, reorder and fail messages in tests (tests/unit/fake_transport.h).
+// of the transport behind it: the networks of transport/network.h in the library (libfabric, tcp),
+// in-memory fakes that delay, reorder and fail messages in tests (tests/unit/fake_transport.h).
 //
 // Tags are 24 bits (kMaxTag); the executor's two layouts are below.
 #pragma once
@@ -16,8 +16,14 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -84,6 +90,26 @@ class MessageTransport {
     (void)bytes;
   }
 };
+
+/// Waits until every request is done, progressing and polling `net`; the first failure, or Timeout
+/// (naming `what` and how many are still pending) at `until`.
+Status waitAll(MessageTransport& net, std::span<Request> requests, Deadline until, const std::string& what);
+
+/// All-gather of equal-sized blobs: takes this rank's, returns every rank's concatenated in rank order.
+/// The bootstrap provides it at set-up, before any transport exists.
+using BlobAllGather = std::function<std::vector<uint8_t>(const std::vector<uint8_t>&)>;
+
+/// Every rank's `mine`, in rank order, through one all-gather (collective).
+template <class T>
+std::vector<T> allGatherValues(const BlobAllGather& allGather, const T& mine) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::vector<uint8_t> blob(sizeof(T));
+  std::memcpy(blob.data(), &mine, sizeof(T));
+  const std::vector<uint8_t> all = allGather(blob);
+  std::vector<T> out(all.size() / sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), all.data(), out.size() * sizeof(T));
+  return out;
+}
 
 /// A collective's message: its number among the call's messages with that peer in that direction (low 11
 /// bits kept) and the call's number (low 12 bits kept). Bit 23 stays clear: it marks point-to-point.

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/unit/thread_group.h"
 #include "transport/ofi/transport.h"
 
 /// In a child process: prints the failed condition and exits with status 3.
@@ -64,46 +65,7 @@ inline long long firstMismatch(const std::vector<uint8_t>& buf, size_t bytes, in
   return -1;
 }
 
-/// Reusable barrier and one all-gather for ranks that are threads of this process.
-class ThreadGroup {
- public:
-  explicit ThreadGroup(int n) : n_(n), blobs_(size_t(n)) {}
-
-  std::vector<uint8_t> allGather(int rank, const std::vector<uint8_t>& mine) {
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      blobs_[size_t(rank)] = mine;
-    }
-    barrier();
-    std::vector<uint8_t> all;
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      for (const auto& b : blobs_) all.insert(all.end(), b.begin(), b.end());
-    }
-    barrier();
-    return all;
-  }
-
-  void barrier() {
-    std::unique_lock<std::mutex> lock(m_);
-    const int gen = generation_;
-    if (++arrived_ == n_) {
-      arrived_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return;
-    }
-    cv_.wait_for(lock, 120s, [&] { return generation_ != gen; });
-  }
-
- private:
-  int n_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  int arrived_ = 0;
-  int generation_ = 0;
-  std::vector<std::vector<uint8_t>> blobs_;
-};
+using conflux::testing::ThreadGroup;
 
 /// Runs body(rank, transport, group) in `n` threads, each with its own Transport on 127.0.0.1.
 inline void runThreads(int n, const std::function<void(Options&)>& tweak,

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/unit/thread_group.h"
 #include "transport/tcp/tcp_network.h"
 #include "transport/tcp/tcp_wire.h"
 
@@ -27,40 +28,12 @@ using transport::Clock;
 using transport::Network;
 using transport::Request;
 
-/// One all-gather among `n` threads (each call of a round waits for the others).
-class ThreadAllGather {
- public:
-  explicit ThreadAllGather(int n) : n_(n), parts_(n) {}
-  std::vector<uint8_t> operator()(int rank, const std::vector<uint8_t>& mine) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const int round = round_;
-    parts_[rank] = mine;
-    if (++arrived_ == n_) {
-      arrived_ = 0;
-      ++round_;
-      result_.clear();
-      for (const auto& p : parts_) result_.insert(result_.end(), p.begin(), p.end());
-      cv_.notify_all();
-    } else {
-      cv_.wait(lock, [&] { return round_ != round; });
-    }
-    return result_;
-  }
-
- private:
-  int n_;
-  std::vector<std::vector<uint8_t>> parts_;
-  std::vector<uint8_t> result_;
-  int arrived_ = 0;
-  int round_ = 0;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-};
+using testing::ThreadGroup;
 
 /// Runs `body(rank, net)` on `n` threads, each rank a node of its own.
 void runRanks(int n, const std::function<void(int, Network&)>& body) {
   setenv("CONFLUX_TCP_ADDR", "127.0.0.1", 1);
-  ThreadAllGather gather(n);
+  ThreadGroup group(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
@@ -68,7 +41,7 @@ void runRanks(int n, const std::function<void(int, Network&)>& body) {
       args.rank = r;
       args.nranks = n;
       args.localRanks = {r};
-      args.allGather = [&, r](const std::vector<uint8_t>& v) { return gather(r, v); };
+      args.allGather = [&, r](const std::vector<uint8_t>& v) { return group.allGather(r, v); };
       args.localAllGather = [](const std::vector<uint8_t>& v) { return v; };
       args.timeoutMs = 10000;
       std::shared_ptr<Network> net = tcp::openNetwork(args);
@@ -187,12 +160,12 @@ void sendRaw(int fd, const void* p, size_t n) { EXPECT_EQ(::send(fd, p, n, MSG_N
 /// rank 1's listener (given its endpoint) and whose own endpoint is never used (rank 1 only accepts).
 void againstFakeRank0(const std::function<void(const tcp::wire::Endpoint&)>& fake, const std::function<void(Network&)>& body) {
   setenv("CONFLUX_TCP_ADDR", "127.0.0.1", 1);
-  ThreadAllGather gather(2);
+  ThreadGroup group(2);
   std::thread fakeThread([&] {
     tcp::wire::Endpoint none{};
     std::vector<uint8_t> mine(sizeof none);
     std::memcpy(mine.data(), &none, sizeof none);
-    const std::vector<uint8_t> all = gather(0, mine);
+    const std::vector<uint8_t> all = group.allGather(0, mine);
     tcp::wire::Endpoint rank1;
     std::memcpy(&rank1, all.data() + sizeof rank1, sizeof rank1);
     fake(rank1);
@@ -201,7 +174,7 @@ void againstFakeRank0(const std::function<void(const tcp::wire::Endpoint&)>& fak
   args.rank = 1;
   args.nranks = 2;
   args.localRanks = {1};
-  args.allGather = [&](const std::vector<uint8_t>& v) { return gather(1, v); };
+  args.allGather = [&](const std::vector<uint8_t>& v) { return group.allGather(1, v); };
   args.localAllGather = [](const std::vector<uint8_t>& v) { return v; };
   args.timeoutMs = 10000;
   try {

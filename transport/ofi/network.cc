@@ -60,23 +60,12 @@ void CommNet::retire(std::shared_ptr<void> buffers) {
 std::shared_ptr<transport::Network> CommNet::shareWith(const std::vector<int>& members, int rank,
                                                        const transport::BlobAllGather& allGather) {
   const uint32_t offered = transport_->takeFreeSpaces();
-  uint32_t common = offered;
-  try {
-    std::vector<uint8_t> mine(sizeof offered);
-    std::memcpy(mine.data(), &offered, sizeof offered);
-    const std::vector<uint8_t> all = allGather(mine);
-    for (size_t r = 0; r < members.size(); ++r) {
-      uint32_t theirs = 0;
-      std::memcpy(&theirs, all.data() + r * sizeof theirs, sizeof theirs);
-      common &= theirs;
-    }
-  } catch (...) {
-    transport_->releaseSpaces(offered);
-    throw;
-  }
-  const uint32_t space = lowestSpace(common);
+  uint32_t space = 0;
   std::shared_ptr<CommNet> view;
   try {
+    uint32_t common = offered;
+    for (uint32_t theirs : transport::allGatherValues(allGather, offered)) common &= theirs;  // every member's
+    space = lowestSpace(common);
     if (space != 0) view = std::make_shared<CommNet>(*this, members, rank, space);
   } catch (...) {
     transport_->releaseSpaces(offered);

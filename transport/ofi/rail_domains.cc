@@ -16,7 +16,9 @@
 #include "core/topology/nic_assignment.h"
 #endif
 
-namespace conflux {
+namespace conflux::ofi {
+
+using transport::BlobAllGather;
 
 namespace {
 
@@ -69,7 +71,7 @@ std::vector<std::string> nearestDomains(int localRank, const BlobAllGather& loca
     const bool named = std::any_of(m.nics.begin(), m.nics.end(), [](const topo::Nic& n) { return !n.fabricDomain.empty(); });
     if (!named) {
       std::vector<topo::FabricDomain> domains;
-      for (const ofi::DomainInfo& d : ofi::providerDomains("")) domains.push_back({d.name, d.pciBusId});
+      for (const DomainInfo& d : providerDomains("")) domains.push_back({d.name, d.pciBusId});
       topo::matchFabricDomains(m, domains);
     }
     const topo::NicAssignment a = topo::assignNics(m, ranks);
@@ -96,21 +98,14 @@ std::vector<std::string> topologyRailDomains(int localRank, const BlobAllGather&
   (void)localAllGather;
   (void)userChose;
 #endif
-  if (domains.size() > size_t(ofi::kMaxRails)) {
+  if (domains.size() > size_t(kMaxRails)) {
     CFX_INFO(kInit, "local rank %d: %zu nearest NICs; using the first %d (most rails per rank)", localRank,
-             domains.size(), ofi::kMaxRails);
-    domains.resize(size_t(ofi::kMaxRails));
+             domains.size(), kMaxRails);
+    domains.resize(size_t(kMaxRails));
   }
   const uint32_t count = uint32_t(domains.size());
-  std::vector<uint8_t> mine(sizeof count);
-  std::memcpy(mine.data(), &count, sizeof count);
-  const std::vector<uint8_t> all = allGather(mine);
   uint32_t fewest = count;
-  for (size_t off = 0; off + sizeof count <= all.size(); off += sizeof count) {
-    uint32_t c = 0;
-    std::memcpy(&c, all.data() + off, sizeof c);
-    fewest = std::min(fewest, c);
-  }
+  for (uint32_t c : transport::allGatherValues(allGather, count)) fewest = std::min(fewest, c);
   if (fewest < domains.size()) {
     CFX_INFO(kInit, "local rank %d: %zu nearest NICs, but some rank has only %u; using the first %u", localRank,
              domains.size(), fewest, fewest);
@@ -119,4 +114,4 @@ std::vector<std::string> topologyRailDomains(int localRank, const BlobAllGather&
   return domains;
 }
 
-}  // namespace conflux
+}  // namespace conflux::ofi

@@ -5,11 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "transport/network.h"
+#include "transport/transport.h"
 
-namespace conflux {
-
-using transport::BlobAllGather;
+namespace conflux::ofi {
 
 /// The domains for ofi::Options::domains, the same number on every rank (the smallest any rank has, so
 /// that rails pair up). Collective: every rank of the communicator calls it, in the same order.
@@ -18,7 +16,7 @@ using transport::BlobAllGather;
 /// providers that give no PCI address); the transport then opens the provider's first domain.
 /// @p localAllGather runs among the ranks of this node (their CPU affinities decide the assignment), @p
 /// allGather among all ranks. Failures to discover are logged and give an empty list.
-std::vector<std::string> topologyRailDomains(int localRank, const BlobAllGather& localAllGather,
-                                             const BlobAllGather& allGather);
+std::vector<std::string> topologyRailDomains(int localRank, const transport::BlobAllGather& localAllGather,
+                                             const transport::BlobAllGather& allGather);
 
-}  // namespace conflux
+}  // namespace conflux::ofi

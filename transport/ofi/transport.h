@@ -34,9 +34,7 @@ namespace conflux::ofi {
 using Clock = transport::Clock;
 using Deadline = transport::Deadline;
 
-/// All-gather of equal-sized byte blobs: takes this rank's blob, returns every rank's blob
-/// concatenated in rank order (nranks * blob size bytes). The bootstrap provides it.
-using AllGather = std::function<std::vector<uint8_t>(const std::vector<uint8_t>&)>;
+using AllGather = transport::BlobAllGather;
 
 /// How to build a Transport. Zero / empty fields take their CONFLUX_OFI_* defaults.
 struct Options {
