@@ -232,9 +232,11 @@ void CommunicatorImpl::announceOnce() {
 }
 
 void CommunicatorImpl::abort() {
-  aborted_.store(true, std::memory_order_release);
-  // Any thread may abort: the network is left to the thread running calls.
+  // Any thread may abort: the network is left to the thread running calls. The error is recorded before
+  // the flag that stops the call, so that the call's own failure does not come first and the other
+  // nodes hear that this rank aborted.
   recordError(Status(Code::Aborted, "rank " + std::to_string(rank_) + " aborted the communicator"));
+  aborted_.store(true, std::memory_order_release);
   if (world_) {
     shm::SharedError e;
     e.code = static_cast<int>(Code::Aborted);

@@ -57,8 +57,8 @@ T fromRank0(const transport::BlobAllGather& allGather, const T& mine) {
   return transport::allGatherValues(allGather, mine).front();
 }
 
-// Probe messages use call sequence 0, which no collective uses (calls count from 1) and whose messages
-// are all consumed before the first call.
+// Probe messages use call 0, which no collective uses (transport::collectiveTag), numbered from 0 (about
+// 60 of them, far below the failure notice's 0x7ff); they are all consumed before the first call.
 uint64_t probeTag(uint32_t i) { return transport::collectiveTag(i, 0); }
 
 void check(const Status& s, const char* what) {

@@ -40,6 +40,11 @@ std::string RankExecutor::where(const Round& round) const {
 
 Status RankExecutor::checkHealth(const Round& round) {
   if (Status s = interruption(env_, [&] { return where(round); }); !s) return s;
+  // A rank on another node failed and said so (its own failure, or one it heard of): this call cannot
+  // complete either.
+  if (env_.net != nullptr) {
+    if (Status s = env_.net->failure(); !s) return fail(Status(s.code(), s.message() + " [during " + where(round) + "]"), -1);
+  }
   auto now = Clock::now();
   if (now - lastLiveness_ >= kLivenessInterval) {
     lastLiveness_ = now;

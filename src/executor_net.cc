@@ -69,6 +69,9 @@ void RankExecutor::growBounce(std::vector<std::byte>& buf, uint64_t bytes) {
 }
 
 Status RankExecutor::failNet(const Round& round) {
+  // An error a rank of this node already posted comes first: a broken connection is often the far
+  // side's reaction to it (its ranks failed and closed on hearing of it), not the cause.
+  if (Status s = interruption(env_, [&] { return where(round); }); !s) return s;
   // The provider cancels operations whose connection broke (FI_ECANCELED, which the transport reports
   // as Aborted); unless this communicator was aborted, that is the peer's or the network's failure.
   Code code = netError_.code();

@@ -89,6 +89,10 @@ class MessageTransport {
     (void)ptr;
     (void)bytes;
   }
+  /// A failure this transport learnt of outside the caller's requests (a peer's failure notice,
+  /// Network::announceFailure), which no posted request may ever report; ok otherwise. A caller whose
+  /// requests make no progress looks here; once not ok it stays so. Default: nothing learnt.
+  virtual Status failure() { return Status::ok(); }
 };
 
 /// Waits until every request is done, progressing and polling `net`; the first failure, or Timeout
@@ -112,10 +116,17 @@ std::vector<T> allGatherValues(const BlobAllGather& allGather, const T& mine) {
 }
 
 /// A collective's message: its number among the call's messages with that peer in that direction (low 11
-/// bits kept) and the call's number (low 12 bits kept). Bit 23 stays clear: it marks point-to-point.
+/// bits kept) and the call's number (1..4095, counting on from 1 after 4095). Bit 23 stays clear: it marks
+/// point-to-point. Call 0 is the set-up's and the transports' own: the cost probe's messages (src/
+/// cost_probe.cc) and the failure notices (kFailureNoticeTag) are the only ones that use it.
 constexpr uint64_t collectiveTag(uint32_t message, uint32_t call) {
-  return (uint64_t(message & 0x7ffu) << 12) | (call & 0xfffu);
+  const uint32_t callBits = call == 0 ? 0 : 1 + (call - 1) % 0xfffu;
+  return (uint64_t(message & 0x7ffu) << 12) | callBits;
 }
+
+/// The tag of a failure notice, for transports that carry notices as messages (transport/ofi): message
+/// 0x7ff of call 0, which no call's messages and no probe's use.
+inline constexpr uint64_t kFailureNoticeTag = collectiveTag(0x7ff, 0);
 
 inline constexpr uint64_t kP2pTagBit = uint64_t{1} << 23;
 /// A point-to-point message: bit 23, then its number among all point-to-point messages between the pair in

@@ -1,5 +1,8 @@
 #include "transport/ofi/comm_net.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <string>
 
 namespace conflux::ofi {
@@ -29,6 +32,15 @@ CommNet::CommNet(const CommNet& parent, const std::vector<int>& members, int ran
 }
 
 CommNet::~CommNet() {
+  if (notices_ != nullptr) {
+    // Notices still on their way get up to 200 ms to leave, as the tcp transport gives them.
+    const Deadline until = Clock::now() + std::chrono::milliseconds(200);
+    auto allSent = [&] {
+      return std::all_of(notices_->sent.begin(), notices_->sent.end(), [](const Request& r) { return r.done(); });
+    };
+    while (!allSent() && Clock::now() < until) poll(until);
+    transport_->keepUntilClosed(notices_);
+  }
   if (space_ != 0 && !retired_) transport_->releaseSpaces(uint32_t{1} << space_);
 }
 
@@ -38,6 +50,46 @@ Request CommNet::isend(int peer, uint64_t tag, const void* buf, size_t bytes) {
 
 Request CommNet::irecv(int peer, uint64_t tag, void* buf, size_t bytes) {
   return transport_->irecv(transportRank(peer), wireUserTag(tag), buf, bytes);
+}
+
+void CommNet::listenForNotices(const std::vector<int>& peers) {
+  if (space_ != 0 || notices_ != nullptr || peers.empty()) return;
+  auto n = std::make_shared<Notices>();
+  n->peers = peers;
+  n->in.resize(peers.size());
+  n->out.resize(peers.size());
+  for (size_t i = 0; i < peers.size(); ++i) {
+    n->received.push_back(irecv(peers[i], transport::kFailureNoticeTag, n->in[i].data(), kNoticeBytes));
+  }
+  notices_ = std::move(n);
+}
+
+void CommNet::announceFailure(const Status& status) {
+  if (notices_ == nullptr || announced_) return;
+  announced_ = true;
+  Notices& n = *notices_;
+  const std::string text = status.message().substr(0, kNoticeBytes - 1);
+  for (size_t i = 0; i < n.peers.size(); ++i) {
+    n.out[i].fill('\0');
+    std::memcpy(n.out[i].data(), text.data(), text.size());
+    n.sent.push_back(isend(n.peers[i], transport::kFailureNoticeTag, n.out[i].data(), kNoticeBytes));
+  }
+  // Not waited for here (a stuck peer would hold up every survivor's error): later progress and the
+  // destructor move them.
+  progress();
+}
+
+Status CommNet::failure() {
+  if (!noticed_.isOk() || notices_ == nullptr) return noticed_;
+  for (size_t i = 0; i < notices_->peers.size(); ++i) {
+    const Request& r = notices_->received[i];
+    // A receive that failed (the peer's connection broke) is no notice: the caller's own requests say so.
+    if (!r.done() || r.failed()) continue;
+    const NoticeText& t = notices_->in[i];
+    noticed_ = Status(Code::RemoteError, "ofi: " + std::string(t.data(), strnlen(t.data(), kNoticeBytes)));
+    break;
+  }
+  return noticed_;
 }
 
 }  // namespace conflux::ofi

@@ -8,6 +8,7 @@
 // thread at a time (a communicator runs one call at a time).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -61,6 +62,16 @@ class CommNet : public transport::Network {
   /// rest back. Null when no space is free on every member.
   std::shared_ptr<transport::Network> shareWith(const std::vector<int>& members, int rank,
                                                 const transport::BlobAllGather& allGather) override;
+  /// Failure notices, in tag space 0 only (a shared view's communicator gives up on a failed peer at its
+  /// own timeout): posts a receive for a notice from each of `peers` (every rank on another node), which
+  /// stays posted until the Transport closes. announceFailure then sends one to each, and failure()
+  /// reports the first that arrived. Call once, before any call.
+  void listenForNotices(const std::vector<int>& peers);
+  /// Starts sending `status`'s text to every rank listenForNotices named (once); the destructor gives
+  /// the sends still under way up to 200 ms.
+  void announceFailure(const Status& status) override;
+  /// The first notice that arrived ("ofi: <its text>"); ok while none did.
+  Status failure() override;
   /// What describe() and endpointKey() say (set by the opener).
   void setIdentity(std::string description, std::string endpointKey) {
     description_ = std::move(description);
@@ -89,6 +100,17 @@ class CommNet : public transport::Network {
   Waiter waiter_;
   std::string description_;
   std::string endpointKey_;
+
+  static constexpr size_t kNoticeBytes = 1024;  // every notice is this long (receives match sizes exactly)
+  using NoticeText = std::array<char, kNoticeBytes>;
+  struct Notices {
+    std::vector<int> peers;
+    std::vector<NoticeText> in, out;
+    std::vector<Request> received, sent;
+  };
+  std::shared_ptr<Notices> notices_;  // kept until the Transport closes: its receives stay posted
+  bool announced_ = false;
+  Status noticed_;
 };
 
 /// Opens a Transport for the communicator `args` describes and returns its view in tag space 0

@@ -1,5 +1,6 @@
 // CommNet as a transport::Network: how a communicator opens libfabric endpoints, what it logs of them, and
 // how a split child shares them (comm_net.h).
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <string>
@@ -49,6 +50,11 @@ std::shared_ptr<transport::Network> openNetwork(const transport::NetOpenArgs& ar
                           : !o.localAddress.empty()                               ? "bound to " + o.localAddress
                                                                                   : "the provider's first domain";
   net->setIdentity(describeView(*net, why), railList(net->capabilities()) + "@" + o.localAddress);
+  std::vector<int> otherNodes;
+  for (int r = 0; r < args.nranks; ++r) {
+    if (std::find(args.localRanks.begin(), args.localRanks.end(), r) == args.localRanks.end()) otherNodes.push_back(r);
+  }
+  net->listenForNotices(otherNodes);
   return net;
 }
 
