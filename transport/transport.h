@@ -95,8 +95,8 @@ class MessageTransport {
   virtual Status failure() { return Status::ok(); }
 };
 
-/// Waits until every request is done, progressing and polling `net`; the first failure, or Timeout
-/// (naming `what` and how many are still pending) at `until`.
+/// Waits until every request is done, progressing `net` (spinning for the first 50 us, then polling);
+/// the first failure, or Timeout (naming `what` and how many are still pending) at `until`.
 Status waitAll(MessageTransport& net, std::span<Request> requests, Deadline until, const std::string& what);
 
 /// All-gather of equal-sized blobs: takes this rank's, returns every rank's concatenated in rank order.

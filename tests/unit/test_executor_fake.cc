@@ -140,6 +140,23 @@ void checkCollective(Algo algo, Collective c, int nranks, uint64_t count, const 
   EXPECT_EQ(fabric.unmatched(), 0u) << what << ": messages left over";
 }
 
+// The executor's tag layout (transport/transport.h): calls 1..4095 and on wrap around without touching
+// call 0, which belongs to the cost probe and the failure notices; point-to-point tags never meet either.
+TEST(MessageTags, CallZeroStaysFreeForSetUpAndNotices) {
+  using transport::collectiveTag;
+  EXPECT_EQ(collectiveTag(3, 1) & 0xfff, 1u);
+  EXPECT_EQ(collectiveTag(3, 4095) & 0xfff, 4095u);
+  EXPECT_EQ(collectiveTag(3, 4096), collectiveTag(3, 1));  // wraps past 0
+  EXPECT_EQ(collectiveTag(3, 8191), collectiveTag(3, 1));
+  for (uint32_t call = 1; call < 3 * 4096u; call += 7) {
+    ASSERT_NE(collectiveTag(0x7ff, call), transport::kFailureNoticeTag) << call;
+    ASSERT_NE(collectiveTag(0, call) & 0xfff, 0u) << call;
+  }
+  EXPECT_EQ(transport::kFailureNoticeTag & transport::kP2pTagBit, 0u);
+  EXPECT_NE(transport::p2pTag(transport::kFailureNoticeTag), transport::kFailureNoticeTag);
+  EXPECT_LE(transport::kFailureNoticeTag, transport::MessageTransport::kMaxTag);
+}
+
 TEST(ExecutorOverFakeTransport, EveryMessagePassingPlanWithDelaysAndReordering) {
   const Algo algos[] = {Algo::Ring, Algo::RecHalvingDoubling, Algo::BinomialTree, Algo::DoubleBinaryTree,
                         Algo::Pairwise};
