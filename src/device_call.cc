@@ -77,12 +77,12 @@ DeviceCalls::DeviceCalls(const Setup& setup, HostRun runHost, HostP2p runP2pHost
 }
 
 DeviceCalls::~DeviceCalls() {
-  if (ipcSwitch_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(ipcSwitch_));
-  for (void* e : pieceEvents_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
-  for (void* e : pending_) {
-    cudaEventSynchronize(static_cast<cudaEvent_t>(e));
-    cudaEventDestroy(static_cast<cudaEvent_t>(e));
-  }
+  // The copies out of the staging buffer finish before it goes; the events go first, so that the
+  // cudaGetLastError below clears what destroying them may leave.
+  for (const CudaEvent& e : pending_) (void)e.synchronize("staging copies");
+  pending_.clear();
+  pieceEvents_.clear();
+  ipcSwitch_.reset();
   if (staging_ != nullptr) cudaFreeHost(staging_);
   ipc_.reset();
   cudaGetLastError();
@@ -140,12 +140,10 @@ Status DeviceCalls::runAlone(const CallArgs& a) {
 }
 
 Status DeviceCalls::stagingFor(size_t bytes) {
-  for (void* e : pending_) {
-    const cudaError_t err = cudaEventSynchronize(static_cast<cudaEvent_t>(e));
-    cudaEventDestroy(static_cast<cudaEvent_t>(e));
-    if (err != cudaSuccess) {
+  for (const CudaEvent& e : pending_) {
+    if (Status s = e.synchronize("waiting for the previous call's copies"); !s) {
       pending_.clear();
-      return cudaFailure("waiting for the previous call's copies", err);
+      return s;
     }
   }
   pending_.clear();
@@ -163,15 +161,10 @@ Status DeviceCalls::stagingFor(size_t bytes) {
 }
 
 Status DeviceCalls::recordPending(cudaStream_t stream) {
-  cudaEvent_t ev = nullptr;
-  if (cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming); e != cudaSuccess) {
-    return cudaFailure("cudaEventCreate", e);
-  }
-  if (cudaError_t e = cudaEventRecord(ev, stream); e != cudaSuccess) {
-    cudaEventDestroy(ev);
-    return cudaFailure("cudaEventRecord", e);
-  }
-  pending_.push_back(ev);
+  CudaEvent ev;
+  if (Status s = CudaEvent::create(ev); !s) return s;
+  if (Status s = ev.record(stream, "cudaEventRecord"); !s) return s;
+  pending_.push_back(std::move(ev));
   return Status::ok();
 }
 
@@ -223,11 +216,9 @@ Status DeviceCalls::runPieces(const Staged& st, uint64_t pieceCount, cudaStream_
   const size_t elt = dataTypeSize(h.dtype);
   const uint64_t pieces = (h.count + pieceCount - 1) / pieceCount;
   while (pieceEvents_.size() < pieces) {
-    cudaEvent_t ev = nullptr;
-    if (cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming); e != cudaSuccess) {
-      return cudaFailure("cudaEventCreate", e);
-    }
-    pieceEvents_.push_back(ev);
+    CudaEvent ev;
+    if (Status s = CudaEvent::create(ev); !s) return s;
+    pieceEvents_.push_back(std::move(ev));
   }
   const BufferSizes sz = sizesOf(h, setup_.rank, setup_.nranks);
   const uint64_t pieceSend = pieces == 1 ? sz.send : pieceCount * elt;  // element-wise: send == recv size
@@ -240,15 +231,11 @@ Status DeviceCalls::runPieces(const Staged& st, uint64_t pieceCount, cudaStream_
         return cudaFailure("sendbuff: copy to host staging", e);
       }
     }
-    if (cudaError_t e = cudaEventRecord(static_cast<cudaEvent_t>(pieceEvents_[i]), stream); e != cudaSuccess) {
-      return cudaFailure("cudaEventRecord", e);
-    }
+    if (Status s = pieceEvents_[i].record(stream, "cudaEventRecord"); !s) return s;
   }
   for (uint64_t i = 0; i < pieces; ++i) {
     // Piece i's input (and, for i == 0, everything queued before the call) is on the host now.
-    if (cudaError_t e = cudaEventSynchronize(static_cast<cudaEvent_t>(pieceEvents_[i])); e != cudaSuccess) {
-      return cudaFailure("stream: wait for the copy to host staging", e);
-    }
+    if (Status s = pieceEvents_[i].synchronize("stream: wait for the copy to host staging"); !s) return s;
     CallArgs p = h;
     if (pieces > 1) {
       const uint64_t first = i * pieceCount;

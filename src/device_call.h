@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "src/communicator.h"
+#include "src/cuda_event.h"
 #include "src/device_memory.h"
 
 struct CUstream_st;  // cudaStream_t without the CUDA headers
@@ -98,11 +99,11 @@ class DeviceCalls {
   std::unique_ptr<cuda_ipc::IpcWorkspace> ipc_;
   void* staging_ = nullptr;  // pinned host memory
   size_t stagingBytes_ = 0;
-  std::vector<void*> pending_;  // cudaEvent_t recorded after copies out of the staging buffer
+  std::vector<CudaEvent> pending_;  // recorded after copies out of the staging buffer
   void* ipcStream_ = nullptr;   // the stream of the last IPC launch
   bool ipcStreamKnown_ = false;
-  void* ipcSwitch_ = nullptr;   // cudaEvent_t ordering a new stream after the previous one
-  std::vector<void*> pieceEvents_;  // cudaEvent_t marking each piece's copy to the host (reused)
+  CudaEvent ipcSwitch_;              // orders a new stream after the previous one
+  std::vector<CudaEvent> pieceEvents_;  // mark each piece's copy to the host (reused)
   std::set<std::pair<Collective, size_t>> explained_;  // rank 0 with TUNING logs: IPC sizes explained
 };
 

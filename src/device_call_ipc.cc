@@ -95,18 +95,13 @@ Status DeviceCalls::orderAfterPreviousIpc(cudaStream_t stream) {
   // The kernels' slot reuse needs each rank's launches one after another: when the caller switches
   // streams, the new stream first waits for everything queued on the previous one.
   if (ipcStreamKnown_ && stream != static_cast<cudaStream_t>(ipcStream_)) {
-    if (ipcSwitch_ == nullptr) {
-      cudaEvent_t ev = nullptr;
-      if (cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming); e != cudaSuccess) {
-        return cudaFailure("cudaEventCreate", e);
-      }
-      ipcSwitch_ = ev;
+    if (!ipcSwitch_.valid()) {
+      if (Status s = CudaEvent::create(ipcSwitch_); !s) return s;
     }
-    auto ev = static_cast<cudaEvent_t>(ipcSwitch_);
-    if (cudaError_t e = cudaEventRecord(ev, static_cast<cudaStream_t>(ipcStream_)); e != cudaSuccess) {
-      return cudaFailure("cudaEventRecord on the previous stream", e);
+    if (Status s = ipcSwitch_.record(static_cast<cudaStream_t>(ipcStream_), "cudaEventRecord on the previous stream"); !s) {
+      return s;
     }
-    if (cudaError_t e = cudaStreamWaitEvent(stream, ev, 0); e != cudaSuccess) return cudaFailure("cudaStreamWaitEvent", e);
+    if (cudaError_t e = cudaStreamWaitEvent(stream, ipcSwitch_.get(), 0); e != cudaSuccess) return cudaFailure("cudaStreamWaitEvent", e);
   }
   ipcStream_ = stream;
   ipcStreamKnown_ = true;
