@@ -23,30 +23,30 @@ struct SharedId {
   cfxUniqueId id;
 };
 
-[[noreturn]] void childMain(int rank, int nranks, SharedId* shared, const RankBody& body, const RunOptions& opts) {
+/// A child's rank: rank 0 makes the unique id and hands it over through `shared`; then the body runs.
+int rankMain(int rank, int nranks, SharedId* shared, const RankBody& body, const RunOptions& opts) {
   for (const auto& [k, v] : opts.env) setenv(k.c_str(), v.c_str(), 1);
   cfxUniqueId id;
   if (rank == 0) {
     if (cfxGetUniqueId(&shared->id) != cfxSuccess) {
-      fprintf(stderr, "rank 0: cfxGetUniqueId failed: %s\n", cfxGetLastError(nullptr));
+      ADD_FAILURE() << "rank 0: cfxGetUniqueId failed: " << cfxGetLastError(nullptr);
       shared->state.store(2);
-      _exit(3);
+      return 3;
     }
     shared->state.store(1);
   } else {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (shared->state.load() == 0) {
-      if (std::chrono::steady_clock::now() > deadline) _exit(4);
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "rank " << rank << ": no unique id from rank 0 within 60 s";
+        return 4;
+      }
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
-    if (shared->state.load() != 1) _exit(5);
+    if (shared->state.load() != 1) return 5;  // rank 0 said why
   }
   std::memcpy(&id, &shared->id, sizeof id);
-  int rc = body(rank, nranks, id);
-  if (::testing::Test::HasFailure() && rc == 0) rc = 1;
-  fflush(stdout);
-  fflush(stderr);
-  _exit(rc);
+  return body(rank, nranks, id);
 }
 
 }  // namespace
@@ -66,63 +66,15 @@ std::vector<RankOutcome> runRanks(int nranks, const RankBody& body, const RunOpt
   }
   auto* shared = new (mem) SharedId();
   shared->state.store(0);
-  fflush(stdout);
-  fflush(stderr);
-  std::vector<RankOutcome> out(nranks);
-  for (int r = 0; r < nranks; ++r) {
-    pid_t pid = fork();
-    if (pid == 0) childMain(r, nranks, shared, body, opts);
-    out[r].rank = r;
-    out[r].pid = pid;
-  }
-  if (opts.whileRunning) {
-    std::vector<int> pids;
-    for (const auto& o : out) pids.push_back(o.pid);
-    opts.whileRunning(pids);
-  }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opts.timeoutSec);
-  int remaining = nranks;
-  std::vector<bool> done(nranks, false);
-  while (remaining > 0) {
-    for (int r = 0; r < nranks; ++r) {
-      if (done[r]) continue;
-      int status = 0;
-      pid_t w = waitpid(out[r].pid, &status, WNOHANG);
-      if (w == out[r].pid) {
-        done[r] = true;
-        --remaining;
-        if (WIFEXITED(status)) out[r].exitCode = WEXITSTATUS(status);
-        if (WIFSIGNALED(status)) out[r].signal = WTERMSIG(status);
-      }
-    }
-    if (remaining == 0) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      for (int r = 0; r < nranks; ++r) {
-        if (!done[r]) {
-          kill(out[r].pid, SIGKILL);
-          waitpid(out[r].pid, nullptr, 0);
-          out[r].timedOut = true;
-        }
-      }
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  std::vector<RankOutcome> out;
+  {
+    ChildProcesses children(nranks);
+    children.start([&](int rank) { return rankMain(rank, nranks, shared, body, opts); });
+    if (opts.whileRunning) opts.whileRunning(children.pids());
+    out = children.waitAll(std::chrono::seconds(opts.timeoutSec));
   }
   munmap(mem, sizeof(SharedId));
   return out;
-}
-
-bool allSucceeded(const std::vector<RankOutcome>& outcomes) {
-  bool ok = !outcomes.empty();
-  for (const auto& o : outcomes) {
-    if (o.exitCode != 0) {
-      ok = false;
-      ADD_FAILURE() << "rank " << o.rank << " (pid " << o.pid << ") "
-                    << (o.timedOut ? "timed out" : o.signal ? "killed by signal " + std::to_string(o.signal)
-                                                            : "exited with " + std::to_string(o.exitCode));
-    }
-  }
-  return ok;
 }
 
 std::vector<std::string> shmFiles(const std::string& prefix) {

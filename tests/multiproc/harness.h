@@ -1,6 +1,7 @@
-// Runs a test body in N real processes (fork), one per rank, with a unique id made by rank 0 and handed
-// to the others through shared memory set up before the fork. Each child exits with 0 when its body
-// reported no failure; the parent collects exit codes with a deadline and kills stragglers.
+// Runs a test body in N real processes (tests/common/child_processes.h), one per rank, with a unique id
+// made by rank 0 and handed to the others through shared memory set up before the fork. Each child exits
+// with 0 when its body reported no failure; the parent collects how each ended, with its failures'
+// text, within a deadline, and kills stragglers.
 #pragma once
 
 #include <functional>
@@ -9,16 +10,11 @@
 #include <vector>
 
 #include "conflux/conflux.h"
+#include "tests/common/child_processes.h"
 
 namespace conflux::testing {
 
-struct RankOutcome {
-  int rank = 0;
-  int pid = 0;
-  int exitCode = -1;   ///< -1 when killed by a signal or timed out
-  int signal = 0;
-  bool timedOut = false;
-};
+using RankOutcome = ChildOutcome;
 
 struct RunOptions {
   int timeoutSec = 240;
@@ -32,9 +28,6 @@ struct RunOptions {
 using RankBody = std::function<int(int rank, int nranks, const cfxUniqueId& id)>;
 
 std::vector<RankOutcome> runRanks(int nranks, const RankBody& body, const RunOptions& opts = {});
-
-/// True when every rank exited with code 0; otherwise adds a gtest failure describing each bad rank.
-bool allSucceeded(const std::vector<RankOutcome>& outcomes);
 
 /// Makes this process (a forked rank, before cfxCommInitRank) a rank of simulated node `node`: its own
 /// node identity, so ranks of other nodes are reached through libfabric (tcp over loopback), not shared

@@ -228,7 +228,7 @@ TEST_P(FailuresAcrossNodes, KilledRankOnAnotherNodeIsAnErrorOnEverySurvivor) {
     return 0;
   }, opts);
   ASSERT_EQ(out.size(), 4u);
-  for (int r = 0; r < 3; ++r) EXPECT_EQ(out[size_t(r)].exitCode, 0) << "rank " << r;
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(out[size_t(r)].exitCode, 0) << out[size_t(r)].describe();
   EXPECT_EQ(out[3].signal, SIGKILL);
 }
 
@@ -264,7 +264,7 @@ TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedToTheOtherNode) {
     return 0;
   }, opts);
   ASSERT_EQ(out.size(), 4u);
-  for (int r = 0; r < 3; ++r) EXPECT_EQ(out[size_t(r)].exitCode, 0) << "rank " << r;
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(out[size_t(r)].exitCode, 0) << out[size_t(r)].describe();
 }
 
 // abort() from another thread on node 1 while rank 3 never joins the call: rank 2's call ends Aborted and

@@ -1,5 +1,7 @@
 #include "pair_harness.h"
 
+#include <gtest/gtest.h>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -15,6 +17,8 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+
+#include "tests/common/child_processes.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -104,55 +108,39 @@ void enterNetns(const char* variable) {
 std::string runPair(const Role& receiver, const Role& sender, int timeoutSeconds) {
   int r2s[2], s2r[2];
   if (::pipe(r2s) != 0 || ::pipe(s2r) != 0) return "pipe failed";
-  auto spawn = [&](const Role& role, int readFd, int writeFd, const char* who) -> pid_t {
-    const pid_t pid = ::fork();
-    if (pid != 0) return pid;
+  static const char* const kWho[2] = {"receiver", "sender"};
+  conflux::testing::ChildProcesses children(2);  // 0: the receiver, 1: the sender
+  children.start([&](int r) {
+    const int readFd = r == 0 ? s2r[0] : r2s[0];
+    const int writeFd = r == 0 ? r2s[1] : s2r[1];
     for (int fd : {r2s[0], r2s[1], s2r[0], s2r[1]}) {
       if (fd != readFd && fd != writeFd) ::close(fd);
     }
     int code = 0;
     try {
-      enterNetns(std::string(who) == "receiver" ? "CONFLUX_PLUGIN_TEST_NETNS_RECEIVER" : "CONFLUX_PLUGIN_TEST_NETNS_SENDER");
+      enterNetns(r == 0 ? "CONFLUX_PLUGIN_TEST_NETNS_RECEIVER" : "CONFLUX_PLUGIN_TEST_NETNS_SENDER");
       Channel ch(readFd, writeFd);
-      role(ch);
+      (r == 0 ? receiver : sender)(ch);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "[%s] %s\n", who, e.what());
+      std::fprintf(stderr, "[%s] %s\n", kWho[r], e.what());
+      ADD_FAILURE() << e.what();
       code = 1;
     }
 #if defined(__SANITIZE_ADDRESS__)
-    // _exit skips LeakSanitizer's exit hook: check here, so that a child's leaks fail the test.
+    // The child _exits, which skips LeakSanitizer's exit hook: check here, so that its leaks fail the test.
     if (code == 0 && __lsan_do_recoverable_leak_check() != 0) code = 1;
 #endif
-    std::fflush(nullptr);
-    ::_exit(code);
-  };
-  const pid_t recvPid = spawn(receiver, s2r[0], r2s[1], "receiver");
-  const pid_t sendPid = spawn(sender, r2s[0], s2r[1], "sender");
+    return code;
+  });
   for (int fd : {r2s[0], r2s[1], s2r[0], s2r[1]}) ::close(fd);
 
   std::string result;
-  int remaining = 2;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
-  bool killed = false;
-  while (remaining > 0) {
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid == recvPid || pid == sendPid) {
-      --remaining;
-      const char* who = pid == recvPid ? "receiver" : "sender";
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        result += format("%s %s %d; ", who, WIFEXITED(status) ? "exited with" : "killed by signal",
-                         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-      }
-      continue;
-    }
-    if (!killed && std::chrono::steady_clock::now() > deadline) {
-      ::kill(recvPid, SIGKILL);
-      ::kill(sendPid, SIGKILL);
-      killed = true;
-      result += format("timed out after %d s; ", timeoutSeconds);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (const conflux::testing::ChildOutcome& o : children.waitAll(std::chrono::seconds(timeoutSeconds))) {
+    if (o.ok()) continue;
+    const std::string how = o.timedOut ? format("timed out after %d s", timeoutSeconds)
+                            : o.signal  ? format("killed by signal %d", o.signal)
+                                        : format("exited with %d", o.exitCode);
+    result += std::string(kWho[o.rank]) + " " + how + (o.failure.empty() ? "" : " (" + o.failure + ")") + "; ";
   }
   return result;
 }

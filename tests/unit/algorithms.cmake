@@ -24,6 +24,6 @@ conflux_add_test(test_cost_model
 # The executor in one process over the fake message transport (fake_transport.h): threads as ranks.
 conflux_add_test(test_executor_fake
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_executor_fake.cc
-  LIBS conflux_runtime
+  LIBS conflux_runtime conflux_test_common
   LABELS unit
   TIMEOUT 300)

@@ -7,7 +7,7 @@ if(TARGET conflux_ofi)
             ${CMAKE_CURRENT_LIST_DIR}/test_ofi_rma.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_ofi_failures.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_ofi_comm_net.cc
-    LIBS conflux_ofi
+    LIBS conflux_ofi conflux_test_common
     LABELS multiproc
     TIMEOUT 120)
 endif()

@@ -4,7 +4,7 @@ if(TARGET conflux_shm)
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shm_world.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_shm_channel.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_shm_sync.cc
-    LIBS conflux_shm
+    LIBS conflux_shm conflux_test_common
     LABELS multiproc
     TIMEOUT 60)
 endif()

@@ -146,25 +146,23 @@ TEST(OfiProcesses, SilentPeerTimesOutNamingIt) {
 
 TEST(OfiProcesses, ProviderDefaultsRespectTheUser) {
   // In a child, so that this process's environment stays as it was.
-  pid_t pid = ::fork();
-  if (pid == 0) {
+  conflux::testing::ChildProcesses child(1);
+  child.start([](int) {
     ::unsetenv("CONFLUX_OFI_PROVIDER_DEFAULTS");
     ::unsetenv("FI_OFI_RXM_EAGER_LIMIT");
     auto applied = conflux::ofi::setProviderDefaultsIfUnset();
-    OFI_CHECK(applied == std::vector<std::string>{"FI_OFI_RXM_EAGER_LIMIT"});
-    OFI_CHECK(std::string(std::getenv("FI_OFI_RXM_EAGER_LIMIT")) == "65536");
+    EXPECT_EQ(applied, std::vector<std::string>{"FI_OFI_RXM_EAGER_LIMIT"});
+    EXPECT_STREQ(std::getenv("FI_OFI_RXM_EAGER_LIMIT"), "65536");
     ::setenv("FI_OFI_RXM_EAGER_LIMIT", "32768", 1);
-    OFI_CHECK(conflux::ofi::setProviderDefaultsIfUnset().empty());
-    OFI_CHECK(std::string(std::getenv("FI_OFI_RXM_EAGER_LIMIT")) == "32768");
+    EXPECT_TRUE(conflux::ofi::setProviderDefaultsIfUnset().empty());
+    EXPECT_STREQ(std::getenv("FI_OFI_RXM_EAGER_LIMIT"), "32768");
     ::unsetenv("FI_OFI_RXM_EAGER_LIMIT");
     ::setenv("CONFLUX_OFI_PROVIDER_DEFAULTS", "0", 1);
-    OFI_CHECK(conflux::ofi::setProviderDefaultsIfUnset().empty());
-    OFI_CHECK(std::getenv("FI_OFI_RXM_EAGER_LIMIT") == nullptr);
-    ::_exit(0);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    EXPECT_TRUE(conflux::ofi::setProviderDefaultsIfUnset().empty());
+    EXPECT_EQ(std::getenv("FI_OFI_RXM_EAGER_LIMIT"), nullptr);
+    return 0;
+  });
+  EXPECT_TRUE(conflux::testing::allSucceeded(child.waitAll(std::chrono::seconds(60))));
 }
 
 }  // namespace

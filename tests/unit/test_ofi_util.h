@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/child_processes.h"
 #include "tests/unit/thread_group.h"
 #include "transport/ofi/transport.h"
 
@@ -90,68 +91,39 @@ inline void runThreads(int n, const std::function<void(Options&)>& tweak,
   for (auto& th : threads) th.join();
 }
 
-/// Forks two rank processes that exchange addresses over a socketpair and run body(rank, allGather).
-/// Returns each child's exit code (-signal when killed, -1000 when it outlived `limit` and was killed).
+/// Forks two rank processes (tests/common/child_processes.h) that exchange addresses over a socketpair and
+/// run body(rank, allGather). Returns each child's exit code (-signal when killed, -1000 when it outlived
+/// `limit` and was killed); what a failed child reported is printed.
 inline std::vector<int> runForked(const std::function<int(int, const conflux::ofi::AllGather&)>& body,
                                   std::chrono::seconds limit = 100s) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) std::abort();
-  std::vector<pid_t> pids;
-  for (int rank = 0; rank < 2; ++rank) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      const int fd = sv[rank];
-      ::close(sv[1 - rank]);
-      auto allGather = [fd, rank](const std::vector<uint8_t>& mine) {
-        std::vector<uint8_t> theirs(mine.size());
-        if (::write(fd, mine.data(), mine.size()) != ssize_t(mine.size())) ::_exit(4);
-        size_t got = 0;
-        while (got < theirs.size()) {
-          ssize_t n = ::read(fd, theirs.data() + got, theirs.size() - got);
-          if (n <= 0) ::_exit(4);
-          got += size_t(n);
-        }
-        std::vector<uint8_t> all = rank == 0 ? mine : theirs;
-        const auto& second = rank == 0 ? theirs : mine;
-        all.insert(all.end(), second.begin(), second.end());
-        return all;
-      };
-      int rc = 5;
-      try {
-        rc = body(rank, allGather);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "[rank %d] exception: %s\n", rank, e.what());
+  conflux::testing::ChildProcesses children(2);
+  children.start([&](int rank) {
+    const int fd = sv[rank];
+    ::close(sv[1 - rank]);
+    auto allGather = [fd, rank](const std::vector<uint8_t>& mine) {
+      std::vector<uint8_t> theirs(mine.size());
+      if (::write(fd, mine.data(), mine.size()) != ssize_t(mine.size())) ::_exit(4);
+      size_t got = 0;
+      while (got < theirs.size()) {
+        ssize_t n = ::read(fd, theirs.data() + got, theirs.size() - got);
+        if (n <= 0) ::_exit(4);
+        got += size_t(n);
       }
-      std::fflush(stderr);
-      ::_exit(rc);
-    }
-    pids.push_back(pid);
-  }
+      std::vector<uint8_t> all = rank == 0 ? mine : theirs;
+      const auto& second = rank == 0 ? theirs : mine;
+      all.insert(all.end(), second.begin(), second.end());
+      return all;
+    };
+    return body(rank, allGather);
+  });
   ::close(sv[0]);
   ::close(sv[1]);
-  std::vector<int> codes(2, -1000);
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  int left = 2;
-  while (left > 0) {
-    for (int r = 0; r < 2; ++r) {
-      if (pids[size_t(r)] == 0) continue;
-      int status = 0;
-      pid_t w = ::waitpid(pids[size_t(r)], &status, WNOHANG);
-      if (w == pids[size_t(r)]) {
-        codes[size_t(r)] = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-        pids[size_t(r)] = 0;
-        --left;
-      }
-    }
-    if (left > 0 && std::chrono::steady_clock::now() > deadline) {
-      for (pid_t p : pids) {
-        if (p == 0) continue;
-        ::kill(p, SIGKILL);
-        ::waitpid(p, nullptr, 0);
-      }
-      break;
-    }
-    if (left > 0) std::this_thread::sleep_for(10ms);
+  std::vector<int> codes;
+  for (const conflux::testing::ChildOutcome& o : children.waitAll(limit)) {
+    if (!o.failure.empty()) std::fprintf(stderr, "%s\n", o.describe().c_str());
+    codes.push_back(o.timedOut ? -1000 : o.signal != 0 ? -o.signal : o.exitCode);
   }
   return codes;
 }

@@ -17,11 +17,13 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/common/child_processes.h"
 #include "transport/shm/shm_world.h"
 
 /// In a child process: prints the failed condition and exits with status 3.
@@ -93,11 +95,7 @@ class Ranks {
     area_ = new (p) SharedArea();
   }
   ~Ranks() {
-    for (pid_t pid : pids_) {
-      if (pid <= 0) continue;
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
+    children_.reset();  // kills and reaps the children still running, before their area goes
     ::munmap(area_, sizeof(SharedArea));
   }
   Ranks(const Ranks&) = delete;
@@ -138,53 +136,34 @@ class Ranks {
     return ex;
   }
 
-  /// Forks the children; child r runs body(r) and exits 0 (2 on an uncaught exception).
+  /// Forks the children (tests/common/child_processes.h); child r runs body(r) and exits 0 (1 after a
+  /// gtest failure, 2 on an uncaught exception).
   void start(const std::function<void(int rank)>& body) {
-    for (int r = 0; r < n_; ++r) {
-      std::fflush(stdout);
-      std::fflush(stderr);
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        int rc = 0;
-        try {
-          body(r);
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "[rank %d] uncaught exception: %s\n", r, e.what());
-          rc = 2;
-        }
-        std::fflush(stdout);
-        std::fflush(stderr);
-        ::_exit(rc);
-      }
-      pids_.push_back(pid);
-    }
+    children_ = std::make_unique<conflux::testing::ChildProcesses>(n_);
+    waited_.assign(size_t(n_), false);
+    children_->start([&body](int r) {
+      body(r);
+      return 0;
+    });
   }
 
-  pid_t pid(int rank) const { return pids_[rank]; }
+  pid_t pid(int rank) const { return children_->pid(rank); }
 
-  /// Waits for one child; returns its exit code (128 + signal when killed, -1 on timeout).
+  /// Waits for one child; returns its exit code (128 + signal when killed, -1 on timeout). What it
+  /// reported of a failure is printed.
   int wait(int rank, double timeoutSec = 25) {
-    const double deadline = nowUs() + timeoutSec * 1e6;
-    int status = 0;
-    for (;;) {
-      const pid_t r = ::waitpid(pids_[rank], &status, WNOHANG);
-      if (r == pids_[rank]) break;
-      if (nowUs() > deadline) {
-        ::kill(pids_[rank], SIGKILL);
-        ::waitpid(pids_[rank], &status, 0);
-        pids_[rank] = -1;
-        return -1;
-      }
-      ::usleep(1000);
-    }
-    pids_[rank] = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    waited_[size_t(rank)] = true;
+    const conflux::testing::ChildOutcome o =
+        children_->wait(rank, std::chrono::milliseconds(static_cast<long long>(timeoutSec * 1000)));
+    if (!o.failure.empty()) std::fprintf(stderr, "%s\n", o.describe().c_str());
+    if (o.timedOut) return -1;
+    return o.signal != 0 ? 128 + o.signal : o.exitCode;
   }
 
   /// Waits for all children and expects each to exit 0.
   void expectAllOk(double timeoutSec = 25) {
     for (int r = 0; r < n_; ++r) {
-      if (pids_[r] > 0) {
+      if (!waited_[size_t(r)]) {
         EXPECT_EQ(wait(r, timeoutSec), 0) << "rank " << r;
       }
     }
@@ -199,7 +178,8 @@ class Ranks {
  private:
   int n_;
   SharedArea* area_ = nullptr;
-  std::vector<pid_t> pids_;
+  std::unique_ptr<conflux::testing::ChildProcesses> children_;
+  std::vector<bool> waited_;
 };
 
 /// Config for rank `rank` of `n` with small channels and staging (tests run up to 8 ranks).
