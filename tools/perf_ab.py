@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Before/after performance of two builds of conflux-perf on this machine, the way changes are judged here.
+
+  tools/perf_ab.py --a BUILD_A --b BUILD_B [--reps 21] [--iters 40] [--cells allreduce:2:0,...]
+                   [--min 8] [--max 8M] [--json OUT] [--slower-only]
+
+BUILD_A and BUILD_B are build directories (for example a `git worktree` of the old commit, configured with
+`cmake --preset ci -DCONFLUX_BUILD_TESTS=OFF` and built with `--target conflux-perf`). Each repetition runs
+every cell (collective:ranks:R, where R is conflux-perf's -R, 1 for cfxMemAlloc buffers) once with each
+build, in a shuffled cell order and with the builds' order flipped every repetition, pinned (--pin), so
+that the phases where this VM's memory bandwidth collapses hit both alike. It prints, per cell, size and
+place (in place or not), the median time of each build over the repetitions and their ratio B/A, flagging
+ratios above 1.05. Sub-microsecond rows need --iters in the hundreds before their medians settle.
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def perf_binary(build):
+    path = os.path.join(build, "perf", "conflux_perf", "conflux-perf")
+    if not os.access(path, os.X_OK):
+        sys.exit("perf_ab: %s is not built" % path)
+    return path
+
+
+def run_cell(perf, cell, args, json_path):
+    """{(bytes, place): microseconds} of one conflux-perf run."""
+    coll, ranks, reg = cell
+    cmd = [perf, coll, "--ranks", str(ranks), "--pin", "-b", args.min, "-e", args.max, "-f", "4",
+           "-n", str(args.iters), "-w", "5", "-R", str(reg), "-J", json_path]
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit("perf_ab: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
+    with open(json_path) as f:
+        report = json.load(f)
+    return {(row["size"], place): row[place]["time"] for row in report["results"]
+            for place in ("out_of_place", "in_place")}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--a", required=True, help="build directory of the baseline")
+    ap.add_argument("--b", required=True, help="build directory of the change")
+    ap.add_argument("--reps", type=int, default=21)
+    ap.add_argument("--iters", type=int, default=40, help="conflux-perf -n")
+    ap.add_argument("--cells", default=",".join("%s:%d:%d" % (c, n, r) for c in ("allreduce", "allgather", "reducescatter")
+                                                for n in (2, 4) for r in (0, 1)))
+    ap.add_argument("--min", default="8")
+    ap.add_argument("--max", default="8M")
+    ap.add_argument("--json", help="also write every time measured here")
+    ap.add_argument("--slower-only", action="store_true", help="print only the rows above 1.05")
+    args = ap.parse_args()
+    builds = {"A": perf_binary(args.a), "B": perf_binary(args.b)}
+    cells = []
+    for text in args.cells.split(","):
+        coll, ranks, reg = text.split(":")
+        cells.append((coll, int(ranks), int(reg)))
+    times = {}  # (cell, bytes, place) -> {"A": [...], "B": [...]}
+    with tempfile.TemporaryDirectory() as tmp:
+        json_path = os.path.join(tmp, "run.json")
+        for rep in range(args.reps):
+            order = cells[:]
+            random.Random(rep).shuffle(order)
+            for cell in order:
+                for name in (("A", "B") if rep % 2 == 0 else ("B", "A")):
+                    for (size, place), t in run_cell(builds[name], cell, args, json_path).items():
+                        times.setdefault((cell, size, place), {"A": [], "B": []})[name].append(t)
+            print("repetition %d/%d done" % (rep + 1, args.reps), file=sys.stderr, flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([{"cell": "%s:%d:%d" % k[0], "bytes": k[1], "place": k[2], **v} for k, v in times.items()], f)
+    ratios = []
+    print("%-14s %5s %3s %9s %-12s %10s %10s %6s" % ("collective", "ranks", "R", "bytes", "place", "A us", "B us", "B/A"))
+    for (cell, size, place), v in sorted(times.items()):
+        a, b = statistics.median(v["A"]), statistics.median(v["B"])
+        ratios.append(b / a)
+        if args.slower_only and b / a <= 1.05:
+            continue
+        print("%-14s %5d %3d %9d %-12s %10.2f %10.2f %6.3f%s" % (cell[0], cell[1], cell[2], size, place, a, b, b / a,
+                                                                 "  slower" if b / a > 1.05 else ""))
+    print("%d rows, median B/A %.3f, %d above 1.05, %d below 0.95" % (
+        len(ratios), statistics.median(ratios), sum(r > 1.05 for r in ratios), sum(r < 0.95 for r in ratios)))
+
+
+if __name__ == "__main__":
+    main()
