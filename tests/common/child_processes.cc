@@ -10,6 +10,10 @@
 #include <exception>
 #include <thread>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace conflux::testing {
 namespace {
 
@@ -50,6 +54,13 @@ class FailureToParent : public ::testing::EmptyTestEventListener {
   } catch (...) {
     report->send("uncaught exception of an unknown type");
   }
+#if defined(__SANITIZE_ADDRESS__)
+  // _exit skips LeakSanitizer's exit-time check: run it here, so that a child's leaks fail its test too.
+  if (rc == 0 && __lsan_do_recoverable_leak_check() != 0) {
+    report->send("LeakSanitizer found leaks (its report is on this child's stderr)");
+    rc = 1;
+  }
+#endif
   std::fflush(stdout);
   std::fflush(stderr);
   ::_exit(rc);

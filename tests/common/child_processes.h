@@ -36,7 +36,8 @@ class ChildProcesses {
   ChildProcesses& operator=(const ChildProcesses&) = delete;
 
   /// Forks the children; child r runs body(r) and exits with its return value, made nonzero (1) by a gtest
-  /// failure and 2 by an uncaught exception. Failures and exceptions also travel back (ChildOutcome::failure).
+  /// failure or, in sanitizer builds, a leak, and 2 by an uncaught exception. Failures, leaks and exceptions
+  /// also travel back (ChildOutcome::failure).
   void start(const std::function<int(int rank)>& body);
   int size() const { return n_; }
   pid_t pid(int rank) const { return children_[size_t(rank)].pid; }

@@ -55,4 +55,24 @@ TEST(ChildProcesses, WaitForOneAndPidsOfTheRunning) {
   EXPECT_TRUE(children.wait(0, 10s).ok());
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+// Memory no pointer reaches any more, made in a frame that is gone by the time the check runs.
+void* volatile gSink = nullptr;
+__attribute__((noinline)) void leak() {
+  for (int i = 0; i < 16; ++i) gSink = ::operator new(4096);
+  gSink = nullptr;
+}
+
+TEST(ChildProcesses, ALeakInAChildFailsItInSanitizerBuilds) {
+  ChildProcesses children(1);
+  children.start([](int) {
+    leak();
+    return 0;
+  });
+  const ChildOutcome out = children.wait(0, 60s);
+  EXPECT_EQ(out.exitCode, 1) << out.describe();
+  EXPECT_NE(out.failure.find("LeakSanitizer found leaks"), std::string::npos) << out.describe();
+}
+#endif
+
 }  // namespace
