@@ -4,8 +4,8 @@
 
 namespace conflux {
 
-shm::CallDescriptor describeCall(uint64_t seq, Collective coll, DataType dtype, RedOp op, int root, uint64_t count) {
-  shm::CallDescriptor d;
+transport::CallDescriptor describeCall(uint64_t seq, Collective coll, DataType dtype, RedOp op, int root, uint64_t count) {
+  transport::CallDescriptor d;
   d.seq = seq;
   d.coll = static_cast<uint32_t>(coll);
   d.dtype = static_cast<uint32_t>(dtype);
@@ -15,7 +15,7 @@ shm::CallDescriptor describeCall(uint64_t seq, Collective coll, DataType dtype, 
   return d;
 }
 
-std::string callMismatch(const shm::CallDescriptor& mine, const shm::CallDescriptor& peer) {
+std::string callMismatch(const transport::CallDescriptor& mine, const transport::CallDescriptor& peer) {
   const auto coll = static_cast<Collective>(mine.coll);
   auto collOf = [](uint32_t c) { return std::string(collectiveName(static_cast<Collective>(c))); };
   if (peer.coll != mine.coll) return "collective " + collOf(mine.coll) + " vs " + collOf(peer.coll);

@@ -20,6 +20,8 @@
 #include "src/device_call.h"
 #endif
 #include "src/cost_probe.h"
+#include "src/peer_links.h"
+#include "core/transport_select.h"
 #include "transport/network.h"
 
 namespace conflux {
@@ -126,7 +128,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     setCostModel(options, timeoutMs, allGather);
   }
 
-  env_.world = world_.get();
+  env_.local = world_.get();
   env_.rank = rank_;
   env_.nranks = nranks_;
   env_.localIndex.assign(nranks_, -1);
@@ -144,6 +146,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
   env_.aborted = &aborted_;
   env_.net = net_.get();
+  linkPeers(env_, selectTransports(hosts, rank_));
   if (config::getBool(config::Var::DIRECT) && numNodes_ == 1 && nranks_ > 1) {
     direct_ = std::make_unique<DirectCalls>(*world_, env_);
     PlanBuilder b("entry barrier");

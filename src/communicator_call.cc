@@ -198,7 +198,7 @@ Status CommunicatorImpl::runEagerCall(const CallArgs& a, const void* scalar, uin
   c.scalar = a.op == RedOp::PreMulSum ? scalar : nullptr;
   c.eagerSeq = ++eagerSeq_;
   c.callSeq = ++seq_;
-  Status s = runEager(c, env_, work_);
+  Status s = runEager(c, *world_, env_, work_);
   if (!s) return failed(s);
   return s;
 }

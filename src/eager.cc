@@ -35,8 +35,8 @@ using Clock = WaitClock;
 
 class EagerRun {
  public:
-  EagerRun(const EagerCall& call, const ExecEnv& env, ExecWorkspace& work)
-      : call_(call), env_(env), world_(env.world), me_(env.localIndex[env.rank]), n_(env.nranks),
+  EagerRun(const EagerCall& call, shm::ShmWorld& world, const ExecEnv& env, ExecWorkspace& work)
+      : call_(call), env_(env), world_(&world), me_(env.localIndex[env.rank]), n_(env.nranks),
         elt_(dataTypeSize(call.dtype)), srcs_(work.srcPtrs) {}
 
   Status run() {
@@ -250,8 +250,8 @@ uint64_t eagerInputBytes(Collective coll, uint64_t count, uint32_t eltSize, int 
   }
 }
 
-Status runEager(const EagerCall& call, const ExecEnv& env, ExecWorkspace& work) {
-  return EagerRun(call, env, work).run();
+Status runEager(const EagerCall& call, shm::ShmWorld& world, const ExecEnv& env, ExecWorkspace& work) {
+  return EagerRun(call, world, env, work).run();
 }
 
 }  // namespace conflux

@@ -6,6 +6,7 @@
 #include "src/executor.h"
 #include "core/error.h"
 #include "core/types.h"
+#include "transport/shm/shm_world.h"
 
 namespace conflux {
 
@@ -33,8 +34,9 @@ struct EagerCall {
   uint64_t callSeq = 0;   ///< 1-based call number on the communicator (messages, argument checks).
 };
 
-/// Runs `call` through the eager slots; every local rank must make the same eager call (all ranks of the
-/// communicator share one node). Returns Ok, or an error also posted to every local rank.
-Status runEager(const EagerCall& call, const ExecEnv& env, ExecWorkspace& work);
+/// Runs `call` through the eager slots of `world` (the communicator's local group: eager needs its slots
+/// in shared memory); every local rank must make the same eager call (all ranks of the communicator share
+/// one node). Returns Ok, or an error also posted to every local rank.
+Status runEager(const EagerCall& call, shm::ShmWorld& world, const ExecEnv& env, ExecWorkspace& work);
 
 }  // namespace conflux

@@ -1,5 +1,5 @@
-// The executor's round loop: shared-memory sends and receives, the local operations, and the entry point
-// (executor.h has the semantics; rank_executor.h the class, split over three files).
+// The executor's round loop: streamed sends and receives with the local group's members, the local operations,
+// and the entry point (executor.h has the semantics; rank_executor.h the class, split over three files).
 #include "src/executor.h"
 
 #include <chrono>
@@ -18,10 +18,10 @@ constexpr uint64_t wireBytes(uint64_t b) { return (b + kWireAlign - 1) & ~(kWire
 constexpr std::byte kZeros[kWireAlign] = {};
 
 // With messages to or from other nodes in flight nobody rings the doorbell for their completions: a
-// waiting rank blocks on the transport's completion queues instead, this long at a time, so that shared-
-// memory peers and the health checks are still looked at often.
+// waiting rank blocks on the transport's completion queues instead, this long at a time, so that local-
+// group members and the health checks are still looked at often.
 constexpr Clock::duration kNetWait = std::chrono::milliseconds(1);
-// While shared-memory operations of the round are also unfinished: a peer's write rings the shared-memory
+// While operations with local-group members are also unfinished: a member's write rings the group's
 // doorbell, which a rank blocked on the network's wait objects cannot hear, so it looks again this soon
 // (hierarchical plans mix both kinds in every round).
 constexpr Clock::duration kMixedNetWait = std::chrono::microseconds(50);
@@ -30,7 +30,7 @@ constexpr Clock::duration kMixedNetWait = std::chrono::microseconds(50);
 
 Status RankExecutor::run() {
   // Point-to-point batches are made by some ranks only: nothing to compare them with.
-  const bool checked = world_ != nullptr && env_.checkArgs && call_.seq != 0;
+  const bool checked = local_ != nullptr && env_.checkArgs && call_.seq != 0;
   if (checked) publishCall();
   for (size_t r = 0; r < plan_.rounds.size(); ++r) {
     round_ = r;
@@ -48,7 +48,7 @@ Status RankExecutor::runRound(const Round& round) {
   states_.assign(round.numOps, OpState{});
   for (uint32_t i = 0; i < round.numOps; ++i) {
     const Op& op = plan_.ops[round.firstOp + i];
-    if (op.kind == OpKind::Barrier) states_[i].generation = world_->barrierArrive();
+    if (op.kind == OpKind::Barrier) states_[i].generation = local_->barrierArrive();
   }
   netPending_ = 0;
   if (env_.net != nullptr) {
@@ -74,7 +74,7 @@ Status RankExecutor::runRound(const Round& round) {
       progressedSinceCheck = false;
     }
     // Read the doorbell before the last check so that a ring in between is not lost.
-    uint32_t seen = world_->doorbell();
+    uint32_t seen = local_->doorbell();
     allDone = true;
     if (progressComm(round, allDone)) {
       backoff.respin();
@@ -87,10 +87,10 @@ Status RankExecutor::runRound(const Round& round) {
     if (!s) return s;
     if (netPending_ > 0) {
       // Network completions ring no doorbell: block on the transport instead, briefly, so that
-      // shared-memory peers of this round are not left waiting long.
-      pollNet(Clock::now() + (shmPending_ ? kMixedNetWait : kNetWait));
+      // local-group members of this round are not left waiting long.
+      pollNet(Clock::now() + (localPending_ ? kMixedNetWait : kNetWait));
     } else {
-      world_->sleep(seen, kMaxSleepMs);
+      local_->sleep(seen, kMaxSleepMs);
     }
     backoff.woke();
   }
@@ -103,7 +103,7 @@ Status RankExecutor::runRound(const Round& round) {
 
 bool RankExecutor::progressComm(const Round& round, bool& allDone) {
   bool progressed = false;
-  shmPending_ = false;
+  localPending_ = false;
   std::fill(sendBusy_.begin(), sendBusy_.end(), 0);
   std::fill(recvBusy_.begin(), recvBusy_.end(), 0);
   if (netPending_ > 0) progressNetQueues();
@@ -128,7 +128,7 @@ bool RankExecutor::progressComm(const Round& round, bool& allDone) {
         if (!st.complete) recvBusy_[op.peer] = 1;
         break;
       case OpKind::Barrier:
-        if (world_->barrierReached(st.generation)) {
+        if (local_->barrierReached(st.generation)) {
           st.complete = true;
           progressed = true;
         }
@@ -138,14 +138,14 @@ bool RankExecutor::progressComm(const Round& round, bool& allDone) {
     }
     if (!st.complete) {
       allDone = false;
-      shmPending_ = true;
+      localPending_ = true;
     }
   }
   return progressed;
 }
 
 bool RankExecutor::progressSend(const Op& op, OpState& st) {
-  shm::SendChannel& ch = world_->sendTo(env_.localIndex[op.peer]);
+  transport::SendChannel& ch = *env_.links[op.peer].out;
   const uint64_t total = wireBytes(op.bytes);
   const std::byte* src = resolve(plan_.src(op, 0));
   const bool scale = scaled(plan_.src(op, 0));
@@ -167,7 +167,7 @@ bool RankExecutor::progressSend(const Op& op, OpState& st) {
 }
 
 bool RankExecutor::progressRecv(const Op& op, OpState& st) {
-  shm::RecvChannel& ch = world_->recvFrom(env_.localIndex[op.peer]);
+  transport::RecvChannel& ch = *env_.links[op.peer].in;
   const uint64_t total = wireBytes(op.bytes);
   std::byte* dst = resolve(op.dst);
   bool progressed = false;

@@ -1,5 +1,7 @@
-// The executor: runs one rank's Plan over the shared-memory world (peers on this node), a message
-// transport (transport/transport.h: peers on other nodes) and the CPU kernels.
+// The executor: runs one rank's Plan over its links to the other ranks (ExecEnv::links: the byte streams
+// of the node's local group, transport/local_group.h, or the message transport, transport/transport.h,
+// for ranks on other nodes) and the CPU kernels. It knows the two interfaces only, not the transports
+// behind them.
 //
 // It implements the round semantics of plan.h: the communication operations of a round progress together
 // (sends and receives to the same peer in listed order, streamed in pieces so that receivers reduce while
@@ -27,7 +29,7 @@
 #include "core/types.h"
 #include "kernels/cpu/reduce.h"
 #include "transport/transport.h"
-#include "transport/shm/shm_world.h"
+#include "transport/local_group.h"
 
 namespace conflux {
 
@@ -62,9 +64,21 @@ struct ExecCall {
   const void* scalar = nullptr;
 };
 
+/// How this rank reaches one rank of the communicator, chosen once per communicator from the topology's
+/// per-peer choice (src/peer_links.h). Exactly one of the two is set for every other rank; neither for
+/// this rank itself.
+struct PeerLink {
+  /// A member of this node's local group: the byte streams to and from it.
+  transport::SendChannel* out = nullptr;
+  transport::RecvChannel* in = nullptr;
+  /// A rank on another node: the message transport (ExecEnv::net).
+  transport::MessageTransport* net = nullptr;
+};
+
 /// Long-lived state the executor needs from the communicator.
 struct ExecEnv {
-  shm::ShmWorld* world = nullptr;
+  /// The ranks of this node (this rank included; a group of one when it is alone on its node).
+  transport::LocalGroup* local = nullptr;
   int rank = 0;
   int nranks = 1;
   std::vector<int> localIndex;    ///< Global rank -> local rank, -1 for ranks on other nodes.
@@ -77,6 +91,8 @@ struct ExecEnv {
   /// Peers on other nodes (localIndex < 0) are reached through this (the communicator's transport::Network,
   /// or a test's fake); null when all ranks are local.
   transport::MessageTransport* net = nullptr;
+  /// By global rank: how this rank reaches it (linkPeers in src/peer_links.h).
+  std::vector<PeerLink> links;
 };
 
 /// Memory the executor reuses from call to call (one per communicator), so that a call allocates nothing.

@@ -19,7 +19,7 @@ std::string RankExecutor::where(const Round& round) const {
     const OpState& st = states_[i];
     if (st.complete || !isCommOp(op.kind)) continue;  // local operations run after the communication
     if (op.kind == OpKind::Barrier) {
-      int late = world_->barrierLaggard(st.generation);
+      int late = local_->barrierLaggard(st.generation);
       s += ", waiting at a barrier";
       if (late >= 0) s += " for rank " + std::to_string(env_.globalOfLocal[late]);
     } else if (isRemote(op.peer)) {
@@ -49,7 +49,7 @@ Status RankExecutor::checkHealth(const Round& round) {
   if (now - lastLiveness_ >= kLivenessInterval) {
     lastLiveness_ = now;
     // Only a dead peer this round still waits for is an error: one that finished and exited is not.
-    for (int dead : world_->deadPeers()) {
+    for (int dead : local_->deadPeers()) {
       int g = env_.globalOfLocal[dead];
       if (waitsFor(round, g)) {
         return fail(Status(Code::RemoteError, "rank " + std::to_string(g) + " exited during " + where(round)), g);
@@ -76,8 +76,8 @@ bool RankExecutor::waitsFor(const Round& round, int g) const {
     if (states_[i].complete) continue;
     if (op.peer == g) return true;
     if (op.kind == OpKind::Barrier &&
-        world_->barrierLaggard(states_[i].generation) >= 0 &&
-        !world_->barrierReachedBy(env_.localIndex[g], states_[i].generation)) {
+        local_->barrierLaggard(states_[i].generation) >= 0 &&
+        !local_->barrierReachedBy(env_.localIndex[g], states_[i].generation)) {
       return true;
     }
   }
@@ -90,7 +90,7 @@ int RankExecutor::stuckPeer(const Round& round) const {
     if (states_[i].complete) continue;
     if (op.peer >= 0) return op.peer;
     if (op.kind == OpKind::Barrier) {
-      int late = world_->barrierLaggard(states_[i].generation);
+      int late = local_->barrierLaggard(states_[i].generation);
       if (late >= 0) return env_.globalOfLocal[late];
     }
   }
@@ -98,10 +98,10 @@ int RankExecutor::stuckPeer(const Round& round) const {
 }
 
 Status RankExecutor::checkPeerArgs() {
-  for (int l = 0; l < world_->localSize(); ++l) {
+  for (int l = 0; l < local_->localSize(); ++l) {
     int g = env_.globalOfLocal[l];
     if (g == env_.rank || peerChecked_[g]) continue;
-    auto d = world_->peerCall(l, call_.seq);
+    auto d = local_->peerCall(l, call_.seq);
     if (!d) continue;
     peerChecked_[g] = 1;
     std::string field = mismatch(*d);
@@ -119,12 +119,12 @@ Status RankExecutor::checkPeerArgs() {
 namespace conflux {
 
 Status reportFailure(const ExecEnv& env, const Status& s, int failedRank) {
-  shm::SharedError e;
+  transport::SharedError e;
   e.code = static_cast<int>(s.code());
   e.failedRank = failedRank;
   e.reporterRank = env.rank;
   e.message = s.message().substr(0, 200);
-  env.world->postError(e);
+  env.local->postError(e);
   CFX_WARN(kColl, "%s", s.message().c_str());
   return s;
 }

@@ -1,5 +1,5 @@
 // RankExecutor: one rank running one plan, with the round semantics of executor.h. Internal to the
-// executor's three files: executor.cc (rounds, shared-memory operations, local operations),
+// executor's three files: executor.cc (rounds, streams to the local group, local operations),
 // executor_net.cc (messages to and from other nodes), executor_health.cc (failure detection, argument
 // checks, the text that says where a call stopped). The hot helpers stay inline here.
 #pragma once
@@ -29,7 +29,7 @@ class RankExecutor {
  public:
   RankExecutor(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,
                ExecWorkspace& work)
-      : plan_(plan), bufs_(bufs), call_(call), env_(env), world_(env.world),
+      : plan_(plan), bufs_(bufs), call_(call), env_(env), local_(env.local),
         eltSize_(dataTypeSize(call.dtype)), reduce_(cpu::reduceFunction(call.dtype, call.op)),
         premul_(call.op == RedOp::PreMulSum ? cpu::premulSumFunction(call.dtype) : nullptr),
         states_(work.states), sendBusy_(work.sendBusy), recvBusy_(work.recvBusy),
@@ -52,7 +52,7 @@ class RankExecutor {
   // ---- buffers ----
   bool isPeer(const BufRef& ref) const { return ref.rank >= 0 && ref.rank != env_.rank; }
   // A peer on another node: its messages travel over the message transport.
-  bool isRemote(int peer) const { return env_.localIndex[peer] < 0; }
+  bool isRemote(int peer) const { return env_.links[peer].net != nullptr; }
   // PreMulSum: reads of this rank's own input are scaled.
   bool scaled(const BufRef& ref) const { return premul_ != nullptr && ref.kind == BufKind::Send && !isPeer(ref); }
 
@@ -66,7 +66,7 @@ class RankExecutor {
   void scaleCopy(void* dst, const void* src, uint64_t bytes) const {
     premul_(dst, &src, 1, bytes / eltSize_, 1, call_.scalar);
   }
-  /// SendChannel::Transform scaling whole elements by the call's scalar (ctx: this executor).
+  /// transport::SendChannel::Transform scaling whole elements by the call's scalar (ctx: this executor).
   static void scaleInto(void* dst, const void* src, size_t bytes, const void* ctx) {
     static_cast<const RankExecutor*>(ctx)->scaleCopy(dst, src, bytes);
   }
@@ -83,7 +83,7 @@ class RankExecutor {
       case BufKind::Scratch: base = reinterpret_cast<uintptr_t>(bufs_.scratch); break;
       case BufKind::Staging: {
         int owner = ref.rank < 0 ? env_.rank : ref.rank;
-        base = reinterpret_cast<uintptr_t>(world_->staging(env_.localIndex[owner], call_.stagingEpoch));
+        base = reinterpret_cast<uintptr_t>(local_->staging(env_.localIndex[owner], call_.stagingEpoch));
         break;
       }
     }
@@ -121,18 +121,18 @@ class RankExecutor {
   int stuckPeer(const Round& round) const;
 
   // ---- cross-rank argument checks ----
-  shm::CallDescriptor descriptor() const {
+  transport::CallDescriptor descriptor() const {
     return describeCall(call_.seq, call_.coll, call_.dtype, call_.op, call_.root, call_.count);
   }
-  void publishCall() { world_->publishCall(descriptor()); }
+  void publishCall() { local_->publishCall(descriptor()); }
   Status checkPeerArgs();
-  std::string mismatch(const shm::CallDescriptor& d) const { return callMismatch(descriptor(), d); }
+  std::string mismatch(const transport::CallDescriptor& d) const { return callMismatch(descriptor(), d); }
 
   const Plan& plan_;
   const ExecBuffers& bufs_;
   const ExecCall& call_;
   const ExecEnv& env_;
-  shm::ShmWorld* world_;
+  transport::LocalGroup* local_;
   const size_t eltSize_;
   const cpu::ReduceFn reduce_;
   const cpu::PremulFn premul_;  // PreMulSum only
@@ -146,7 +146,7 @@ class RankExecutor {
   const bool streamToPeers_;
   size_t round_ = 0;
   int netPending_ = 0;       // inter-node operations of this round not yet complete
-  bool shmPending_ = false;  // shared-memory operations of this round not yet complete (last progressComm)
+  bool localPending_ = false;  // operations with local-group members of this round not yet complete (last progressComm)
   bool netFailed_ = false;   // one failed: netError_ names the peer and the operation
   Status netError_;
   int netPeer_ = -1;

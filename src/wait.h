@@ -70,7 +70,7 @@ Status interruption(const ExecEnv& env, Where&& where) {
   if (env.aborted != nullptr && env.aborted->load(std::memory_order_acquire)) {
     return Status(Code::Aborted, "communicator aborted during " + where());
   }
-  if (auto e = env.world->error()) {
+  if (auto e = env.local->error()) {
     if (e->reporterRank == env.rank) return Status(static_cast<Code>(e->code), e->message);
     return Status(static_cast<Code>(e->code), "rank " + std::to_string(e->reporterRank) + " reported: " +
                                                   e->message + " [this rank was in " + where() + "]");

@@ -20,6 +20,7 @@
 
 #include "algorithms/algorithms.h"
 #include "src/executor.h"
+#include "src/peer_links.h"
 #include "algorithms/plan.h"
 #include "bench_util.h"
 #include "conflux/conflux.h"
@@ -99,7 +100,7 @@ void benchBuildPlan(benchmark::State& state, Algo a, Collective c, int nranks, u
 
 ExecEnv envFor(ShmWorld& w, int rank, int nranks, const std::atomic<bool>* aborted) {
   ExecEnv env;
-  env.world = &w;
+  env.local = &w;
   env.rank = rank;
   env.nranks = nranks;
   for (int r = 0; r < nranks; ++r) {
@@ -110,6 +111,7 @@ ExecEnv envFor(ShmWorld& w, int rank, int nranks, const std::atomic<bool>* abort
   env.spinCount = static_cast<int>(conflux::config::getInt(conflux::config::Var::SPIN_COUNT));
   env.checkArgs = conflux::config::getBool(conflux::config::Var::CHECK_ARGS);
   env.aborted = aborted;
+  conflux::linkPeers(env, conflux::choiceFromLocalIndex(env.localIndex));
   return env;
 }
 

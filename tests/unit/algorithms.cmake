@@ -21,9 +21,15 @@ conflux_add_test(test_cost_model
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cost_model.cc
   LIBS conflux_algorithms
   LABELS unit)
-# The executor in one process over the fake message transport (fake_transport.h): threads as ranks.
+# The executor in one process, threads as ranks (executor_cluster.h): over the fake message transport
+# (fake_transport.h), and over the fake local group (fake_local_group.h) within and across nodes.
 conflux_add_test(test_executor_fake
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_executor_fake.cc
-  LIBS conflux_runtime conflux_test_common
+  LIBS conflux_runtime
+  LABELS unit
+  TIMEOUT 300)
+conflux_add_test(test_executor_local_group
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_executor_local_group.cc
+  LIBS conflux_runtime
   LABELS unit
   TIMEOUT 300)

@@ -1,14 +1,14 @@
 // Transport per peer; see transport_select.h.
-#include "core/topology/transport_select.h"
+#include "core/transport_select.h"
 
 #include "core/error.h"
 
-namespace conflux::topo {
+namespace conflux {
 
-const char* peerTransportName(PeerTransport t) { return t == PeerTransport::Shm ? "shm" : "ofi"; }
+const char* peerTransportName(PeerTransport t) { return t == PeerTransport::Local ? "local" : "network"; }
 
 PeerTransport selectTransport(const std::string& selfHost, const std::string& peerHost) {
-  return selfHost == peerHost ? PeerTransport::Shm : PeerTransport::Ofi;
+  return selfHost == peerHost ? PeerTransport::Local : PeerTransport::Network;
 }
 
 std::vector<PeerTransport> selectTransports(const std::vector<std::string>& hostIdPerRank, int rank) {
@@ -22,4 +22,4 @@ std::vector<PeerTransport> selectTransports(const std::vector<std::string>& host
   return out;
 }
 
-}  // namespace conflux::topo
+}  // namespace conflux

@@ -1,0 +1,175 @@
+// The executor in one process over the fake local group (fake_local_group.h): ranks are threads, the
+// members of a node exchange bytes through small streams that accept short writes and stall at random,
+// and nodes talk through the fake message transport, which delays and reorders (executor_cluster.h).
+//   - Every plan algorithm for every collective it supports, on one node of 2, 3 and 5 ranks with odd
+//     counts: the staging and direct plans too (barriers, staging, peers' own buffers).
+//   - The plans across nodes (ring, trees, pairwise and the hierarchical ones) on 2x2, 3x2 and 1+2
+//     ranks, where a rank's links mix local streams and network messages.
+//   - Failures: a member that exits is an error naming it on every other member; a member that never
+//     arrives makes the one waiting for it time out naming it and the others fail with its report;
+//     members that disagree on the call's arguments fail naming the field.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "executor_cluster.h"
+
+namespace {
+
+using namespace executortest;
+
+ClusterShape shape(std::vector<int> nodeOf, uint32_t seed, int timeoutMs = 20000) {
+  ClusterShape s;
+  s.nodeOf = std::move(nodeOf);
+  s.net = Faults{seed, 4, -1, 0};
+  s.group = GroupFaults{seed, 72, 5};
+  s.timeoutMs = timeoutMs;
+  return s;
+}
+
+std::string describe(Algo a, Collective c, const std::vector<int>& nodeOf, uint64_t count, uint32_t seed) {
+  std::string nodes;
+  for (int n : nodeOf) nodes += std::to_string(n);
+  return std::string(algoName(a)) + " " + std::string(collectiveName(c)) + " on nodes " + nodes + ", count " +
+         std::to_string(count) + ", seed " + std::to_string(seed);
+}
+
+const Collective kCollectives[] = {Collective::AllReduce, Collective::Reduce, Collective::Broadcast,
+                                   Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll};
+
+bool hierarchical(Algo a) {
+  return a == Algo::Hierarchical || a == Algo::HierarchicalRhd || a == Algo::HierarchicalDbtree;
+}
+
+TEST(ExecutorOverFakeLocalGroup, EveryPlanOnOneNodeWithShortWritesAndStalls) {
+  int runs = 0;
+  uint32_t seed = 1;
+  for (Collective c : kCollectives) {
+    for (Algo a : algosFor(c)) {
+      if (hierarchical(a)) continue;
+      for (int n : {2, 3, 5}) {
+        if (!algoSupports(a, c, n)) continue;
+        for (uint64_t count : {uint64_t{1}, uint64_t{1037}}) {
+          const std::vector<int> nodeOf(size_t(n), 0);
+          Cluster cluster(shape(nodeOf, seed));
+          checkCollective(cluster, a, c, count, describe(a, c, nodeOf, count, seed));
+          ++seed;
+          ++runs;
+          if (HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+  EXPECT_GE(runs, 80) << "every plan algorithm ran";
+}
+
+TEST(ExecutorOverFakeLocalGroup, PlansAcrossNodesMixLocalStreamsAndMessages) {
+  const std::vector<std::vector<int>> layouts = {{0, 0, 1, 1}, {0, 0, 1, 1, 2, 2}, {0, 1, 1}, {0, 1, 0, 1}};
+  int runs = 0, hierRuns = 0;
+  uint32_t seed = 500;
+  for (const std::vector<int>& nodeOf : layouts) {
+    const int n = int(nodeOf.size());
+    for (Collective c : kCollectives) {
+      for (Algo a : algosFor(c)) {
+        if (algoUsesStaging(a) || algoUsesPeerBuffers(a) || !algoSupports(a, c, n)) continue;
+        Cluster cluster(shape(nodeOf, seed));
+        PlanParams probe = paramsFor(cluster, c, 1037, 0, 0);
+        try {
+          (void)buildPlan(a, probe);
+        } catch (const Error&) {
+          continue;  // a hierarchical plan that needs another layout (uniform nodes)
+        }
+        checkCollective(cluster, a, c, 1037, describe(a, c, nodeOf, 1037, seed));
+        ++seed;
+        ++runs;
+        if (hierarchical(a)) ++hierRuns;
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+  EXPECT_GE(runs, 40);
+  EXPECT_GE(hierRuns, 6) << "the hierarchical plans ran across nodes";
+}
+
+/// A 4096-element ring all-reduce on every rank `body` lets run; the others return at once.
+Status ringAllReduce(Cluster& cluster, int r, RankEnv& rank, uint64_t count = 4096) {
+  std::vector<float> data(count, 1.0f);
+  ExecBuffers bufs;
+  bufs.send = reinterpret_cast<const std::byte*>(data.data());
+  bufs.recv = reinterpret_cast<std::byte*>(data.data());
+  ExecCall call;
+  call.count = count;
+  call.seq = 1;
+  return execute(buildPlan(Algo::Ring, paramsFor(cluster, Collective::AllReduce, count, r, 0)), bufs, call,
+                 rank.env, rank.work);
+}
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Rank 2 of a node of four "exits" before the call: the ranks that wait for it, directly or through the
+// ring, all fail naming it, long before their 20 s timeout.
+TEST(ExecutorOverFakeLocalGroup, AMemberThatExitsIsAnErrorNamingItOnEveryOther) {
+  Cluster cluster(shape({0, 0, 0, 0}, 3));
+  cluster.node(0).kill(2);
+  const auto start = std::chrono::steady_clock::now();
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
+    if (r == 2) return Status::ok();
+    return ringAllReduce(cluster, r, rank);
+  });
+  for (int r : {0, 1, 3}) {
+    EXPECT_EQ(status[size_t(r)].code(), Code::RemoteError) << "rank " << r << ": " << status[size_t(r)].message();
+    EXPECT_NE(status[size_t(r)].message().find("rank 2 exited"), std::string::npos)
+        << "rank " << r << ": " << status[size_t(r)].message();
+  }
+  EXPECT_LT(secondsSince(start), 5.0);
+}
+
+// Rank 1 never makes the call and stays alive: a rank that waits on it (rank 0, whose stream to it fills,
+// or rank 2, which receives from it) times out naming it; the others fail with that rank's report.
+TEST(ExecutorOverFakeLocalGroup, AMemberThatNeverArrivesTimesOutNamingIt) {
+  constexpr int kTimeoutMs = 500;
+  Cluster cluster(shape({0, 0, 0, 0}, 4, kTimeoutMs));
+  const auto start = std::chrono::steady_clock::now();
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
+    if (r == 1) return Status::ok();
+    return ringAllReduce(cluster, r, rank);
+  });
+  int timedOut = 0;
+  for (int r : {0, 2, 3}) {
+    const Status& s = status[size_t(r)];
+    ASSERT_FALSE(s.isOk()) << "rank " << r << " finished without rank 1's data";
+    if (s.code() == Code::Timeout) {
+      ++timedOut;
+      EXPECT_NE(s.message().find(" rank 1 ("), std::string::npos) << "rank " << r << ": " << s.message();
+    } else {
+      EXPECT_NE(s.message().find("reported: no progress"), std::string::npos) << "rank " << r << ": " << s.message();
+      EXPECT_NE(s.message().find(" rank 1 ("), std::string::npos) << "rank " << r << ": " << s.message();
+    }
+  }
+  EXPECT_GE(timedOut, 1);
+  EXPECT_LT(secondsSince(start), 5.0) << "within the timeout (" << kTimeoutMs << " ms) and a margin";
+}
+
+// Rank 2 passes another count: its peers catch the mismatch through the call descriptors and every rank
+// fails with the field's name instead of running two different plans into a hang.
+TEST(ExecutorOverFakeLocalGroup, MembersThatDisagreeOnTheCountFailNamingIt) {
+  Cluster cluster(shape({0, 0, 0}, 5, 10000));
+  const auto start = std::chrono::steady_clock::now();
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
+    return ringAllReduce(cluster, r, rank, r == 2 ? 4104 : 4096);
+  });
+  int named = 0;
+  for (int r = 0; r < 3; ++r) {
+    const Status& s = status[size_t(r)];
+    ASSERT_FALSE(s.isOk()) << "rank " << r;
+    if (s.message().find("ranks disagree on call #1: count") != std::string::npos) ++named;
+  }
+  EXPECT_GE(named, 1) << status[0].message() << " | " << status[1].message() << " | " << status[2].message();
+  EXPECT_LT(secondsSince(start), 5.0) << "caught by the argument checks, not the 10 s timeout";
+}
+
+}  // namespace
