@@ -27,10 +27,16 @@ std::string now() {
 
 Json placeJson(const PlaceResult& r) {
   if (!r.ran) return nullptr;
-  return Json{{"time", r.timeUs},
-              {"alg_bw", r.algbw},
-              {"bus_bw", r.busbw},
-              {"nwrong", r.wrong < 0 ? Json(nullptr) : Json(r.wrong)}};
+  Json j{{"time", r.timeUs},
+         {"alg_bw", r.algbw},
+         {"bus_bw", r.busbw},
+         {"nwrong", r.wrong < 0 ? Json(nullptr) : Json(r.wrong)}};
+  if (r.maxUs > 0) {  // --percentiles
+    j["p50"] = r.p50Us;
+    j["p99"] = r.p99Us;
+    j["max"] = r.maxUs;
+  }
+  return j;
 }
 
 Json ratio(const PlaceResult& mpi, const PlaceResult& main) {

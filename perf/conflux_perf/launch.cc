@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <memory>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "backend.h"
 #include "device_memory.h"
 #include "json.h"
+#include "noise.h"
 #include "runner.h"
 #include "sysinfo.h"
 
@@ -34,6 +36,7 @@ namespace {
 
 // Set by the mpirun re-execution so that ranks report the command the user typed.
 constexpr const char* kCommandLineVar = "CFXPERF_COMMAND_LINE";
+constexpr const char* kNoiseVar = "CFXPERF_NOISE";
 
 std::string shellJoin(int argc, char** argv) {
   std::string out;
@@ -107,7 +110,7 @@ int runForked(const Options& opts, const std::string& commandLine) {
   });
 }
 
-// --ranks N with an MPI backend: become mpirun.
+// --ranks N with an MPI backend: become mpirun (with --noise: run it and wait).
 int reexecUnderMpirun(const Options& opts, int argc, char** argv, const std::string& commandLine) {
   if (!mpiAvailable()) {
     std::fprintf(stderr, "conflux-perf: --backend mpi and --compare mpi need a build with MPI "
@@ -138,9 +141,20 @@ int reexecUnderMpirun(const Options& opts, int argc, char** argv, const std::str
   for (std::string& a : args) cargs.push_back(a.data());
   cargs.push_back(nullptr);
   std::fflush(stdout);
-  execvp(cargs[0], cargs.data());
-  std::fprintf(stderr, "conflux-perf: cannot run %s: %s\n", cargs[0], std::strerror(errno));
-  return 127;
+  // With --noise this process stays, so that it stops its noise processes when mpirun is done.
+  const pid_t child = opts.noise > 0 ? fork() : 0;
+  if (child < 0) throw std::runtime_error(std::string("fork for mpirun failed: ") + std::strerror(errno));
+  if (child == 0) {
+    execvp(cargs[0], cargs.data());
+    std::fprintf(stderr, "conflux-perf: cannot run %s: %s\n", cargs[0], std::strerror(errno));
+    if (opts.noise > 0) _exit(127);
+    return 127;
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return 1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 // No --ranks, MPI backend in use: MPI_COMM_WORLD.
@@ -265,6 +279,7 @@ int forkRanks(int ranks, const RankBody& body) {
     const bool failed = worst != 0;
     pid_t done = waitpid(-1, &status, failed ? WNOHANG : 0);  // block until the first failure
     if (done > 0) {
+      if (std::find(pids.begin(), pids.end(), done) == pids.end()) continue;  // not a rank (--noise)
       pids.erase(std::remove(pids.begin(), pids.end(), done), pids.end());
       int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
       if (code != 0 && worst == 0) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -294,6 +309,13 @@ int launchAndRun(const Options& opts, int argc, char** argv) {
     if (needsNccl(opts) && !ncclLoad(&ncclError)) {
       std::fprintf(stderr, "conflux-perf: %s\n", ncclError.c_str());
       return 1;
+    }
+    // --noise: started by the process that starts the ranks (forked, or mpirun after the re-execution,
+    // whose ranks see CFXPERF_NOISE and say so in the header); they end with it.
+    std::unique_ptr<NoisyNeighbours> noise;
+    if (opts.noise > 0 && opts.ranks > 0) {
+      noise = std::make_unique<NoisyNeighbours>(opts.noise);
+      setenv(kNoiseVar, std::to_string(opts.noise).c_str(), 1);
     }
     if (needsMpi(opts) && opts.ranks > 0) return reexecUnderMpirun(opts, argc, argv, commandLine);
     if (needsMpi(opts)) {

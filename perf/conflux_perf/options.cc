@@ -15,7 +15,7 @@ using conflux::cli::parseSize;
 
 namespace {
 
-enum LongOnly { kRanks = 1000, kPin, kBackend, kCompare, kExplain, kMemory };
+enum LongOnly { kRanks = 1000, kPin, kBackend, kCompare, kExplain, kMemory, kPercentiles, kNoise };
 
 const option kLongOptions[] = {
     {"nthreads", required_argument, nullptr, 't'},
@@ -48,6 +48,8 @@ const option kLongOptions[] = {
     {"compare", required_argument, nullptr, kCompare},
     {"explain", no_argument, nullptr, kExplain},
     {"memory", required_argument, nullptr, kMemory},
+    {"percentiles", no_argument, nullptr, kPercentiles},
+    {"noise", required_argument, nullptr, kNoise},
     {nullptr, 0, nullptr, 0},
 };
 const char kShortOptions[] = "+:t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:a:R:J:h";
@@ -104,6 +106,10 @@ std::string usageText(const char* program) {
          "                             (local rank % devices), calls ordered on a stream; exit 77 without a GPU\n"
          "  --explain                  rank 0 logs each size's algorithm choice: the candidates, their predicted\n"
          "                             times (across nodes) and the reason (CONFLUX_DEBUG=INFO, subsystem TUNING)\n"
+         "  --percentiles              time every iteration too: p50, p99 and max per call (us), appended after\n"
+         "                             the other columns, and in -J (an iteration's time is its slowest rank's)\n"
+         "  --noise <n>                n CPU-bound processes (unpinned) compete with the ranks for the cores\n"
+         "                             while the sweep runs: a noisy neighbour (0..256, default 0)\n"
          "  -h,--help                  this text\n";
 }
 
@@ -256,6 +262,12 @@ ParseStatus parseOptions(int argc, char** argv, Options* opts, std::string* erro
       }
       case kExplain:
         opts->explain = true;
+        break;
+      case kPercentiles:
+        opts->percentiles = true;
+        break;
+      case kNoise:
+        if (!parseInt(optarg, 0, 256, &opts->noise)) return bad("a number of processes, 0..256");
         break;
       case ':':
         *error = std::string("missing value after ") + subArgv[optind - 1] + "; see --help";

@@ -42,6 +42,8 @@ struct Options {
   std::string compare;           ///< --compare mpi|nccl (empty: no comparison)
   Memory memory = Memory::Host;  ///< --memory host|cuda
   bool explain = false;          ///< --explain: the library logs its algorithm choices (rank 0, once per size)
+  bool percentiles = false;      ///< --percentiles: time every iteration; p50, p99 and max columns
+  int noise = 0;                 ///< --noise: this many CPU-bound processes compete with the ranks
   std::vector<std::string> argv; ///< the command line as given
 };
 

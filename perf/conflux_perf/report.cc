@@ -2,6 +2,8 @@
 #include "report.h"
 
 #include <cstdarg>
+#include <cstdlib>
+#include <vector>
 
 #include "collectives.h"
 
@@ -39,6 +41,11 @@ std::string place(const PlaceResult& r) {
   return s + (r.wrong < 0 ? std::string("    N/A") : printf2s("  %6g", static_cast<double>(r.wrong)));
 }
 
+std::string percentilePlace(const PlaceResult& r) {
+  if (!r.ran || r.maxUs <= 0) return printf2s("  %7s  %7s  %7s", "N/A", "N/A", "N/A");
+  return "  " + formatFloat(r.p50Us, 7) + "  " + formatFloat(r.p99Us, 7) + "  " + formatFloat(r.maxUs, 7);
+}
+
 std::string mpiPlace(const PlaceResult& mpi, const PlaceResult& main) {
   if (!mpi.ran) return printf2s("  %7s  %6s  %6s", "N/A", "N/A", "N/A");
   std::string ratio = main.timeUs > 0 ? formatFloat(mpi.timeUs / main.timeUs, 6) : std::string("   N/A");
@@ -59,6 +66,7 @@ std::string formatFloat(double value, int width) {
 void TextReport::header(const RunInfo& info) {
   const Options& o = *info.opts;
   compare_ = !o.compare.empty();
+  percentiles_ = o.percentiles;
   if (info.backends.size() > 1) other_ = info.backends[1];
   const CollInfo& coll = collInfo(o.coll);
   int libVersion = 0;
@@ -83,6 +91,13 @@ void TextReport::header(const RunInfo& info) {
     if (!info.backendVersions[i].empty()) {
       fprintf(out_, "# conflux-perf: %s version %s\n", info.backends[i].c_str(), info.backendVersions[i].c_str());
     }
+  }
+  if (const char* noise = std::getenv("CFXPERF_NOISE")) {
+    fprintf(out_, "# conflux-perf: noisy neighbour: %s CPU-bound processes share the cores (--noise)\n", noise);
+  }
+  if (o.percentiles) {
+    fprintf(out_, "# conflux-perf: every iteration timed (--percentiles): p50, p99, max per call of %d iterations, "
+                  "each the slowest rank's\n", o.iters);
   }
   if (o.blocking) fprintf(out_, "# Blocking Enabled: wait for completion and barrier after each collective \n");
   fprintf(out_, "#\n# Using devices\n");
@@ -113,6 +128,17 @@ void TextReport::header(const RunInfo& info) {
       l3 += printf2s("  %7s  %6s  %6s", "(us)", "(GB/s)", "(x)");
     }
   }
+  if (percentiles_) {
+    std::vector<std::string> groups = {info.backends.empty() ? "" : info.backends[0]};
+    if (compare_) groups.push_back(other_);
+    for (const std::string& name : groups) {
+      for (const char* where : {" out-of-place", " in-place"}) {
+        l1 += centered(name + where, 27);
+        l2 += printf2s("  %7s  %7s  %7s", "p50", "p99", "max");
+        l3 += printf2s("  %7s  %7s  %7s", "(us)", "(us)", "(us)");
+      }
+    }
+  }
   fprintf(out_, "#\n%s\n%s \n%s \n", l1.c_str(), l2.c_str(), l3.c_str());
   fflush(out_);
 }
@@ -129,6 +155,10 @@ void TextReport::row(const RowResult& r) {
                               r.root);
   line += place(r.main[0]) + place(r.main[1]);
   if (compare_) line += mpiPlace(r.mpi[0], r.main[0]) + mpiPlace(r.mpi[1], r.main[1]);
+  if (percentiles_) {
+    line += percentilePlace(r.main[0]) + percentilePlace(r.main[1]);
+    if (compare_) line += percentilePlace(r.mpi[0]) + percentilePlace(r.mpi[1]);
+  }
   fprintf(out_, "%s\n", line.c_str());
   fflush(out_);
 }

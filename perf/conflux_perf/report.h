@@ -1,8 +1,9 @@
 // conflux-perf: the text report, column for column nccl-tests' (2.17+ layout): header lines, one
 // "#  Rank .. device .." line per rank (cores and host memory instead of a GPU), the two-level column
 // header, one row per size (out of place, then in place) and the footer. With --compare the MPI time,
-// busbw and ratio columns come after nccl-tests' columns, so parsers that read fields by position from
-// the left still work.
+// busbw and ratio columns come after nccl-tests' columns, and with --percentiles the p50, p99 and max
+// columns after those (out of place, in place, then the comparison's), so parsers that read fields by
+// position from the left still work.
 #pragma once
 
 #include <cstdio>
@@ -29,6 +30,7 @@ class TextReport {
  private:
   FILE* out_;
   bool compare_ = false;
+  bool percentiles_ = false;
   std::string other_ = "mpi";  ///< the comparison backend's name
   std::set<std::string> notes_;
 };

@@ -17,6 +17,12 @@ struct PlaceResult {
   double algbw = 0;      ///< GB/s (1e9 bytes per second)
   double busbw = 0;      ///< GB/s
   int64_t wrong = -1;    ///< wrong elements summed over ranks; -1 when not checked (-c 0)
+  /// --percentiles: over the timed iterations, the time of one call (an iteration's calls / -m), each
+  /// iteration's time the largest over ranks (nearest rank: p50 the ceil(0.5 n)-th smallest, p99 the
+  /// ceil(0.99 n)-th, so below -n 100 p99 is the max); 0 when not recorded.
+  double p50Us = 0;
+  double p99Us = 0;
+  double maxUs = 0;
 };
 
 /// One output row: nccl-tests' columns, plus MPI's when comparing.

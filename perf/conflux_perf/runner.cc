@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -199,14 +200,20 @@ class Bench {
     startColl(b, s, 0);
     waitStream();
     b.barrier();
+    if (o_.percentiles) iterEnds_.assign(static_cast<size_t>(o_.iters), {});
     const auto t0 = std::chrono::steady_clock::now();
     for (int iter = 0; iter < o_.iters; ++iter) {
       if (o_.aggIters > 1) b.groupStart();
       for (int a = 0; a < o_.aggIters; ++a) startColl(b, s, iter * o_.aggIters + a);
       if (o_.aggIters > 1) b.groupEnd();
+      if (o_.percentiles) {
+        waitStream();  // device memory: an iteration ends when its calls are done
+        iterEnds_[static_cast<size_t>(iter)] = std::chrono::steady_clock::now();
+      }
     }
     waitStream();  // device memory: the calls were only enqueued
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (o_.percentiles) percentiles(b, t0, r);
     double sec = elapsed / (static_cast<double>(o_.iters) * o_.aggIters);
     switch (o_.average) {
       case 0: sec = rank_ == 0 ? sec : 0; b.allreduce(&sec, 1, Combine::Sum); break;
@@ -231,6 +238,27 @@ class Bench {
       if (r.wrong) break;
     }
     return r;
+  }
+
+  // --percentiles: each iteration's time per call on this rank, the largest over ranks (one all-reduce
+  // after the timed loop, so none runs inside it), then p50, p99 and max by nearest rank.
+  void percentiles(Backend& b, std::chrono::steady_clock::time_point t0, PlaceResult& r) {
+    std::vector<double> us(iterEnds_.size());
+    auto start = t0;
+    for (size_t i = 0; i < us.size(); ++i) {
+      us[i] = std::chrono::duration<double, std::micro>(iterEnds_[i] - start).count() / o_.aggIters;
+      start = iterEnds_[i];
+    }
+    if (us.empty()) return;
+    b.allreduce(us.data(), static_cast<int>(us.size()), Combine::Max);
+    std::sort(us.begin(), us.end());
+    auto nearestRank = [&](double q) {
+      const size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(us.size())));
+      return us[std::clamp<size_t>(k, 1, us.size()) - 1];
+    };
+    r.p50Us = nearestRank(0.50);
+    r.p99Us = nearestRank(0.99);
+    r.maxUs = us.back();
   }
 
   void warmup(Backend& b, cfxDataType_t type, cfxRedOp_t op, int root) {
@@ -300,6 +328,7 @@ class Bench {
   std::unique_ptr<DeviceStream> stream_;  // --memory cuda: the stream every call is ordered on
   Buffer send_, recv_;
   std::vector<char> hostSend_, hostRecv_;  // --memory cuda: host copies for filling and checking
+  std::vector<std::chrono::steady_clock::time_point> iterEnds_;  // --percentiles: when each iteration ended
   std::unique_ptr<TextReport> text_;
   std::unique_ptr<JsonReport> json_;
   double busSum_ = 0, otherBusSum_ = 0, logRatioSum_ = 0;

@@ -38,6 +38,9 @@ BAD = [
     (["allreduce", "--compare", "gloo"], "--compare"),
     (["allreduce", "--backend", "mpi", "--compare", "mpi"], "compares MPI with itself"),
     (["allreduce", "stray"], "unexpected argument 'stray'"),
+    (["allreduce", "--noise", "-1"], "--noise"),
+    (["allreduce", "--noise", "257"], "--noise"),
+    (["allreduce", "--noise", "two"], "--noise"),
 ]
 
 
