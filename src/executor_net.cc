@@ -36,7 +36,7 @@ Status RankExecutor::postNet(const Round& round) {
     if (!isCommOp(op.kind)) continue;
     if (op.kind == OpKind::Barrier) {
       return Status(Code::InternalError, "plan " + plan_.algorithm +
-                                             " has a barrier, but ranks span nodes (barriers are shared-memory only)");
+                                             " has a barrier, but ranks span nodes (barriers join one node's local group only)");
     }
     if (!isRemote(op.peer)) continue;
     const bool send = op.kind == OpKind::Send;

@@ -96,7 +96,7 @@ def main():
 
 
 def lower_quartile(values):
-    return statistics.quantiles(values, n=4)[0] if len(values) >= 2 else values[0]
+    return statistics.quantiles(values, n=4, method="inclusive")[0] if len(values) >= 2 else values[0]
 
 
 def p_slower(a_times, b_times):

@@ -85,7 +85,7 @@ class LocalGroup {
   virtual size_t stagingBytes() const = 0;
 
   // --- Barrier among all members: arrive, then poll barrierReached until true. ---
-  /// Counts this member's arrival; the one that completes the generation rings every member. Returns the
+  /// Counts this member's arrival; the one that completes the generation rings the others. Returns the
   /// generation to wait for.
   virtual uint64_t barrierArrive() = 0;
   /// True when every member has arrived at `generation`.

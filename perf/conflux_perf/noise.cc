@@ -16,9 +16,11 @@ namespace cfxperf {
 
 namespace {
 
-[[noreturn]] void spin() {
-  // Ends with the benchmark even if it is killed: the parent's death sends SIGKILL.
+[[noreturn]] void spin(pid_t parent) {
+  // Ends with the benchmark even if it is killed: the parent's death sends SIGKILL (and a parent that
+  // died before the signal was asked for has left already).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(0);
   volatile uint64_t x = 1;
   for (;;) x = x * 6364136223846793005ull + 1442695040888963407ull;
 }
@@ -26,6 +28,7 @@ namespace {
 }  // namespace
 
 NoisyNeighbours::NoisyNeighbours(int count) {
+  const pid_t self = getpid();
   for (int i = 0; i < count; ++i) {
     const pid_t pid = fork();
     if (pid < 0) {
@@ -33,7 +36,7 @@ NoisyNeighbours::NoisyNeighbours(int count) {
       stop();
       throw std::runtime_error(std::string("--noise: fork failed: ") + std::strerror(err));
     }
-    if (pid == 0) spin();
+    if (pid == 0) spin(self);
     pids_.push_back(pid);
   }
 }

@@ -46,7 +46,8 @@ struct ClusterShape {
 
 class Cluster {
  public:
-  explicit Cluster(const ClusterShape& shape) : fabric_(int(shape.nodeOf.size()), shape.net) {
+  explicit Cluster(const ClusterShape& shape)
+      : fabric_(int(shape.nodeOf.size()), shape.net), stagingBytes_(shape.stagingBytes) {
     const int nranks = int(shape.nodeOf.size());
     layout_ = std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(shape.nodeOf));
     for (const std::vector<int>& members : layout_->nodes) {
@@ -78,6 +79,8 @@ class Cluster {
   }
 
   int nranks() const { return int(ranks_.size()); }
+  uint64_t stagingBytes() const { return stagingBytes_; }
+  RankEnv& rank(int r) { return *ranks_[size_t(r)]; }
   bool multiNode() const { return layout_->nodes.size() > 1; }
   const std::shared_ptr<const NodeLayout>& layout() const { return layout_; }
   FakeFabric& fabric() { return fabric_; }
@@ -102,6 +105,7 @@ class Cluster {
 
  private:
   FakeFabric fabric_;
+  const uint64_t stagingBytes_;
   std::shared_ptr<const NodeLayout> layout_;
   std::vector<std::unique_ptr<FakeNode>> nodes_;
   std::vector<std::unique_ptr<RankEnv>> ranks_;
@@ -150,7 +154,7 @@ inline void checkCollective(Cluster& cluster, Algo algo, Collective c, uint64_t 
   std::vector<std::vector<float>> sends(ranks), recvs(ranks);
   std::vector<const std::byte*> peerSend(ranks);
   std::vector<std::byte*> peerRecv(ranks);
-  const uint64_t staging = 1 << 16;
+  const uint64_t staging = cluster.stagingBytes();
   for (int r = 0; r < n; ++r) {
     const BufferSizes sizes = bufferSizes(paramsFor(cluster, c, count, r, staging));
     sends[size_t(r)].resize(sizes.send / 4);

@@ -1,12 +1,14 @@
 // An in-memory transport::LocalGroup for tests: the members of one simulated node are threads of one
-// process sharing a FakeNode. It keeps the real contract (single-producer single-consumer byte streams
-// whose readable spans stop at the buffer's end, a barrier by generations, a doorbell to sleep on that
-// every write, read, arrival and error rings, an error slot per member where the first poster wins,
-// call descriptors) and adds, under a seed, what a busy machine does to the caller's schedule:
+// process sharing a FakeNode. It keeps the interface's contract as shared memory implements it
+// (single-producer single-consumer byte streams whose readable spans stop at the buffer's end; a barrier
+// by generations whose completing member rings the others; a doorbell that writes, reads and posted
+// errors ring; liveness and call descriptors that ring nobody; an error slot per member where the first
+// poster wins) and adds, under a seed, what a busy machine does to the caller's schedule:
 //   - short writes: a write accepts a random 1..maxPiece bytes (granules kept whole), so that a message
 //     wraps the stream's small buffer many times and the receiver reduces it in odd pieces;
 //   - stalls: a write or a read finds nothing to do one time in `stallOneIn`, as when the peer is
-//     descheduled, so that progress order varies from run to run;
+//     descheduled, so that progress order varies from run to run (a stall rings the caller's own
+//     doorbell, since nobody else will: the caller looks again instead of sleeping);
 //   - death: kill(m) makes member m show in deadPeers(), as a process that exited does.
 // A member that never runs its plan is a stuck rank: nothing marks it, only the others' timeouts.
 #pragma once
@@ -55,10 +57,7 @@ class FakeNode {
   std::unique_ptr<transport::LocalGroup> member(int m);
 
   /// Member `m`'s process "exited": every member's deadPeers() reports it from now on.
-  void kill(int m) {
-    members_[size_t(m)].dead.store(true);
-    ringAll();
-  }
+  void kill(int m) { members_[size_t(m)].dead.store(true); }
 
  private:
   // The stream from one member to another, held by its receiver: `head` bytes ever written, `tail` bytes
@@ -91,6 +90,11 @@ class FakeNode {
   void ringAll() {
     for (int m = 0; m < size_; ++m) ring(m);
   }
+  void ringOthers(int me) {
+    for (int m = 0; m < size_; ++m) {
+      if (m != me) ring(m);
+    }
+  }
 
   const int size_;
   const size_t capacity_;
@@ -119,7 +123,7 @@ class FakeNode::Group final : public transport::LocalGroup {
 
   uint64_t barrierArrive() override {
     const uint64_t gen = node_.members_[size_t(me_)].arrivals.fetch_add(1) + 1;
-    node_.ringAll();
+    if (barrierReached(gen)) node_.ringOthers(me_);
     return gen;
   }
   bool barrierReached(uint64_t gen) const override { return barrierLaggard(gen) < 0; }
@@ -170,7 +174,6 @@ class FakeNode::Group final : public transport::LocalGroup {
       m.calls[d.seq] = d;
       while (m.calls.size() > 4) m.calls.erase(m.calls.begin());
     }
-    node_.ringAll();
   }
   std::optional<transport::CallDescriptor> peerCall(int p, uint64_t seq) const override {
     Member& m = node_.members_[size_t(p)];
@@ -184,7 +187,9 @@ class FakeNode::Group final : public transport::LocalGroup {
   // Draws whether this write or read stalls, and how many bytes a write may take.
   bool stalls() {
     const int n = node_.faults_.stallOneIn;
-    return n > 0 && std::uniform_int_distribution<int>(0, n - 1)(rng_) == 0;
+    if (n <= 0 || std::uniform_int_distribution<int>(0, n - 1)(rng_) != 0) return false;
+    node_.ring(me_);
+    return true;
   }
   size_t piece(size_t want) {
     const size_t max = node_.faults_.maxPiece;

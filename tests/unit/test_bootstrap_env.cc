@@ -1,5 +1,5 @@
 // Launcher environment detection (every source, invalid values), rendezvous by address and by file with
-// threads as ranks, host identity and local layout.
+// threads as ranks, host identity, local layout and the per-peer choice (local or network).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +13,7 @@
 #include "core/bootstrap/store_server.h"
 #include "core/error.h"
 #include "core/host_id.h"
+#include "core/transport_select.h"
 #include "test_bootstrap_util.h"
 
 using namespace cfxtest;
@@ -270,6 +271,23 @@ TEST(BootstrapHostId, HonoursConfluxHostid) {
   std::string id = hostIdentity();
   EXPECT_EQ(id.rfind(host, 0), 0u) << id;
   EXPECT_EQ(hostIdentity(), id);
+}
+
+TEST(BootstrapHostId, SameHostIsLocalOtherHostIsTheNetwork) {
+  using conflux::PeerTransport;
+  using conflux::peerTransportName;
+  using conflux::selectTransport;
+  using conflux::selectTransports;
+  EXPECT_EQ(selectTransport("a/boot1", "a/boot1"), PeerTransport::Local);
+  EXPECT_EQ(selectTransport("a/boot1", "a/boot2"), PeerTransport::Network);
+  EXPECT_STREQ(peerTransportName(PeerTransport::Local), "local");
+  EXPECT_STREQ(peerTransportName(PeerTransport::Network), "network");
+  std::vector<std::string> hosts = {"n0", "n0", "n1", "n1", "n0"};
+  using T = PeerTransport;
+  EXPECT_EQ(selectTransports(hosts, 1), (std::vector<T>{T::Local, T::Local, T::Network, T::Network, T::Local}));
+  EXPECT_EQ(selectTransports(hosts, 2), (std::vector<T>{T::Network, T::Network, T::Local, T::Local, T::Network}));
+  EXPECT_THROW(selectTransports(hosts, 5), Error);
+  EXPECT_THROW(selectTransports(hosts, -1), Error);
 }
 
 TEST(BootstrapHostId, ComputeLocalLayout) {

@@ -129,10 +129,13 @@ TEST(ExecutorOverFakeLocalGroup, AMemberThatExitsIsAnErrorNamingItOnEveryOther) 
 }
 
 // Rank 1 never makes the call and stays alive: a rank that waits on it (rank 0, whose stream to it fills,
-// or rank 2, which receives from it) times out naming it; the others fail with that rank's report.
+// or rank 2, which receives from it) times out naming it; the others fail with that rank's report. Rank 3
+// has a longer timeout: its own last progress comes microseconds after rank 0's, so with the same timeout
+// it could time out first, naming the neighbour it waits for.
 TEST(ExecutorOverFakeLocalGroup, AMemberThatNeverArrivesTimesOutNamingIt) {
   constexpr int kTimeoutMs = 500;
   Cluster cluster(shape({0, 0, 0, 0}, 4, kTimeoutMs));
+  cluster.rank(3).env.timeoutMs = 10 * kTimeoutMs;
   const auto start = std::chrono::steady_clock::now();
   auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
     if (r == 1) return Status::ok();

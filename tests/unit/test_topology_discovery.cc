@@ -1,4 +1,4 @@
-// Discovery on this machine and per-peer transport selection.
+// Discovery on this machine.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,7 +7,6 @@
 #include "core/error.h"
 #include "core/topology/discover.h"
 #include "core/topology/topology_json.h"
-#include "core/transport_select.h"
 
 using namespace conflux;
 using namespace conflux::topo;
@@ -66,15 +65,3 @@ TEST(TopoDiscovery, ProcessCpusAreKnown) {
   EXPECT_TRUE(std::is_sorted(cpus.begin(), cpus.end()));
 }
 
-TEST(TopoTransport, SameHostIsLocalOtherHostIsTheNetwork) {
-  EXPECT_EQ(selectTransport("a/boot1", "a/boot1"), PeerTransport::Local);
-  EXPECT_EQ(selectTransport("a/boot1", "a/boot2"), PeerTransport::Network);
-  EXPECT_STREQ(peerTransportName(PeerTransport::Local), "local");
-  EXPECT_STREQ(peerTransportName(PeerTransport::Network), "network");
-  std::vector<std::string> hosts = {"n0", "n0", "n1", "n1", "n0"};
-  using T = PeerTransport;
-  EXPECT_EQ(selectTransports(hosts, 1), (std::vector<T>{T::Local, T::Local, T::Network, T::Network, T::Local}));
-  EXPECT_EQ(selectTransports(hosts, 2), (std::vector<T>{T::Network, T::Network, T::Local, T::Local, T::Network}));
-  EXPECT_THROW(selectTransports(hosts, 5), Error);
-  EXPECT_THROW(selectTransports(hosts, -1), Error);
-}
