@@ -26,6 +26,7 @@
 
 #include "algorithms/plan.h"
 #include "core/error.h"
+#include "core/transport_select.h"
 #include "core/types.h"
 #include "kernels/cpu/reduce.h"
 #include "transport/transport.h"
@@ -64,15 +65,15 @@ struct ExecCall {
   const void* scalar = nullptr;
 };
 
-/// How this rank reaches one rank of the communicator, chosen once per communicator from the topology's
-/// per-peer choice (src/peer_links.h). Exactly one of the two is set for every other rank; neither for
-/// this rank itself.
+/// How this rank reaches one rank of the communicator, set once per communicator from the per-peer
+/// choice (core/transport_select.h) by linkPeers (src/peer_links.h). This rank's own entry says Local
+/// and has no streams.
 struct PeerLink {
+  /// Local: through the byte streams below; Network: through ExecEnv::net, the one message transport.
+  PeerTransport via = PeerTransport::Local;
   /// A member of this node's local group: the byte streams to and from it.
   transport::SendChannel* out = nullptr;
   transport::RecvChannel* in = nullptr;
-  /// A rank on another node: the message transport (ExecEnv::net).
-  transport::MessageTransport* net = nullptr;
 };
 
 /// Long-lived state the executor needs from the communicator.

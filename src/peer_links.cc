@@ -29,7 +29,7 @@ void linkPeers(ExecEnv& env, const std::vector<PeerTransport>& choice) {
     } else {
       if (env.net == nullptr) bad(g, "it is on another node and there is no network");
       if (member >= 0) bad(g, "it is in this node's group but chosen for the network");
-      link.net = env.net;
+      link.via = PeerTransport::Network;
     }
   }
 }

@@ -1,4 +1,5 @@
-// The executor's links to the other ranks, made once per communicator from the topology's per-peer choice.
+// The executor's links to the other ranks, made once per communicator from the per-peer choice
+// (core/transport_select.h).
 #pragma once
 
 #include <vector>

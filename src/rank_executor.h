@@ -52,7 +52,7 @@ class RankExecutor {
   // ---- buffers ----
   bool isPeer(const BufRef& ref) const { return ref.rank >= 0 && ref.rank != env_.rank; }
   // A peer on another node: its messages travel over the message transport.
-  bool isRemote(int peer) const { return env_.links[peer].net != nullptr; }
+  bool isRemote(int peer) const { return env_.links[peer].via == PeerTransport::Network; }
   // PreMulSum: reads of this rank's own input are scaled.
   bool scaled(const BufRef& ref) const { return premul_ != nullptr && ref.kind == BufKind::Send && !isPeer(ref); }
 

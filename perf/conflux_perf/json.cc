@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "collectives.h"
+#include "noise.h"
 
 namespace cfxperf {
 
@@ -100,6 +101,8 @@ void JsonReport::finish(const RunInfo& info, const Summary& s) {
   config["blocking"] = o.blocking != 0;
   config["timeout_s"] = o.timeoutSec;
   config["pinned"] = o.pin;
+  config["percentiles"] = o.percentiles;
+  config["noise_processes"] = noiseInEffect();
   config["memory"] = o.memory == Memory::Cuda ? "cuda" : "host";
   config["datatypes"] = std::move(types);
   config["ops"] = std::move(ops);

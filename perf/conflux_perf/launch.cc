@@ -4,7 +4,10 @@
 // devices themselves, and all exit with kExitSkipped when there is none.
 #include "launch.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,7 +39,6 @@ namespace {
 
 // Set by the mpirun re-execution so that ranks report the command the user typed.
 constexpr const char* kCommandLineVar = "CFXPERF_COMMAND_LINE";
-constexpr const char* kNoiseVar = "CFXPERF_NOISE";
 
 std::string shellJoin(int argc, char** argv) {
   std::string out;
@@ -92,6 +94,23 @@ int runGuarded(const Options& opts, RankSetup& setup, int rank) {
   }
 }
 
+// --noise: started by the process that starts the ranks (forked, or mpirun's), just before it does; the
+// ranks learn their number from kNoiseEnvVar. They end with this process (noise.h).
+std::unique_ptr<NoisyNeighbours> startNoise(const Options& opts) {
+  if (opts.noise == 0) return nullptr;
+  setenv(kNoiseEnvVar, std::to_string(opts.noise).c_str(), 1);
+  return std::make_unique<NoisyNeighbours>(opts.noise);
+}
+
+// The child mpirun while the launcher waits for it: the signals that end the launcher end mpirun first.
+volatile sig_atomic_t gMpirunPid = 0;
+void forwardToMpirun(int sig) {
+  if (gMpirunPid > 0) kill(gMpirunPid, sig);
+}
+
+// A waited-for child's status as a shell reports it (128 + signal when one ended it).
+int exitCodeOf(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
 // --ranks N with Conflux only: N forked processes.
 int runForked(const Options& opts, const std::string& commandLine) {
   return forkRanks(opts.ranks, [&](int r, const std::function<cfxComm_t()>& makeComm) {
@@ -110,7 +129,7 @@ int runForked(const Options& opts, const std::string& commandLine) {
   });
 }
 
-// --ranks N with an MPI backend: become mpirun (with --noise: run it and wait).
+// --ranks N with an MPI backend: become mpirun (with --noise: run it, wait, then stop the noise).
 int reexecUnderMpirun(const Options& opts, int argc, char** argv, const std::string& commandLine) {
   if (!mpiAvailable()) {
     std::fprintf(stderr, "conflux-perf: --backend mpi and --compare mpi need a build with MPI "
@@ -142,19 +161,32 @@ int reexecUnderMpirun(const Options& opts, int argc, char** argv, const std::str
   cargs.push_back(nullptr);
   std::fflush(stdout);
   // With --noise this process stays, so that it stops its noise processes when mpirun is done.
-  const pid_t child = opts.noise > 0 ? fork() : 0;
+  const std::unique_ptr<NoisyNeighbours> noise = startNoise(opts);
+  const pid_t parent = getpid();
+  const pid_t child = noise ? fork() : 0;
   if (child < 0) throw std::runtime_error(std::string("fork for mpirun failed: ") + std::strerror(errno));
   if (child == 0) {
+    if (noise) {
+      // mpirun ends with the launcher even when that is killed outright (SIGTERM lets it stop its ranks).
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(128 + SIGTERM);
+    }
     execvp(cargs[0], cargs.data());
     std::fprintf(stderr, "conflux-perf: cannot run %s: %s\n", cargs[0], std::strerror(errno));
-    if (opts.noise > 0) _exit(127);
+    if (noise) _exit(127);
     return 127;
   }
+  gMpirunPid = child;
+  struct sigaction forward = {};
+  forward.sa_handler = forwardToMpirun;
+  sigemptyset(&forward.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &forward, nullptr);
   int status = 0;
   while (waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) return 1;
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  gMpirunPid = 0;
+  return exitCodeOf(status);
 }
 
 // No --ranks, MPI backend in use: MPI_COMM_WORLD.
@@ -230,6 +262,60 @@ void checkResult(cfxResult_t r, const char* what) {
   }
 }
 
+namespace {
+
+// Waits for the ranks, and only them: the launcher's other children (--noise) are left to their owner, so
+// their pids cannot be reaped here and reused before it stops them. Once a rank fails, the others get a
+// grace period to notice, then are killed. Blocks on the ranks' pidfds (readable when a process exits);
+// where pidfd_open is unavailable it polls every 5 ms. Returns the worst exit code (1 for a signal).
+int waitForRanks(std::vector<pid_t> pids) {
+  std::vector<int> fds;
+  for (pid_t p : pids) {
+    const int fd = static_cast<int>(syscall(SYS_pidfd_open, p, 0));
+    if (fd < 0) {
+      for (int f : fds) close(f);
+      fds.clear();
+      break;
+    }
+    fds.push_back(fd);
+  }
+  const bool pidfds = !fds.empty();
+  int worst = 0;
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  while (!pids.empty()) {
+    if (pidfds) {
+      std::vector<pollfd> ready;
+      for (int fd : fds) ready.push_back({fd, POLLIN, 0});
+      poll(ready.data(), ready.size(), worst == 0 ? -1 : 100);  // block until the first failure
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    for (size_t i = 0; i < pids.size();) {
+      int status = 0;
+      const pid_t done = waitpid(pids[i], &status, WNOHANG);
+      if (done == 0 || (done < 0 && errno == EINTR)) {
+        ++i;
+        continue;
+      }
+      const int code = done < 0 ? 1 : (WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+      if (code != 0 && worst == 0) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      worst = std::max(worst, code);
+      pids.erase(pids.begin() + static_cast<std::ptrdiff_t>(i));
+      if (pidfds) {
+        close(fds[i]);
+        fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (pid_t p : pids) kill(p, SIGKILL);  // our own children that have not exited yet
+      deadline = std::chrono::steady_clock::time_point::max();
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
 int forkRanks(int ranks, const RankBody& body) {
   struct Shared {
     std::atomic<int> state;  // 0 waiting, 1 id ready, -1 rank 0 failed
@@ -271,28 +357,7 @@ int forkRanks(int ranks, const RankBody& body) {
     std::fflush(stderr);
     _exit(code);
   }
-  // Wait for every rank; once one fails, give the others a grace period to notice, then stop them.
-  int worst = 0;
-  auto deadline = std::chrono::steady_clock::time_point::max();
-  while (!pids.empty()) {
-    int status = 0;
-    const bool failed = worst != 0;
-    pid_t done = waitpid(-1, &status, failed ? WNOHANG : 0);  // block until the first failure
-    if (done > 0) {
-      if (std::find(pids.begin(), pids.end(), done) == pids.end()) continue;  // not a rank (--noise)
-      pids.erase(std::remove(pids.begin(), pids.end(), done), pids.end());
-      int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-      if (code != 0 && worst == 0) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-      worst = std::max(worst, code);
-      continue;
-    }
-    if (done < 0 && errno != EINTR) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      for (pid_t p : pids) kill(p, SIGKILL);  // our own children that have not exited yet
-      deadline = std::chrono::steady_clock::time_point::max();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  const int worst = waitForRanks(std::move(pids));
   munmap(page, sizeof(Shared));
   return worst;
 }
@@ -310,12 +375,11 @@ int launchAndRun(const Options& opts, int argc, char** argv) {
       std::fprintf(stderr, "conflux-perf: %s\n", ncclError.c_str());
       return 1;
     }
-    // --noise: started by the process that starts the ranks (forked, or mpirun after the re-execution,
-    // whose ranks see CFXPERF_NOISE and say so in the header); they end with it.
-    std::unique_ptr<NoisyNeighbours> noise;
-    if (opts.noise > 0 && opts.ranks > 0) {
-      noise = std::make_unique<NoisyNeighbours>(opts.noise);
-      setenv(kNoiseVar, std::to_string(opts.noise).c_str(), 1);
+    if (given == nullptr) unsetenv(kNoiseEnvVar);  // a value inherited from elsewhere is not this run's
+    if (opts.noise > 0 && opts.ranks == 0 && given == nullptr) {
+      std::fprintf(stderr, "conflux-perf: --noise starts its processes beside the ranks of --ranks; under "
+                           "another launcher, run the competing load yourself\n");
+      return 2;
     }
     if (needsMpi(opts) && opts.ranks > 0) return reexecUnderMpirun(opts, argc, argv, commandLine);
     if (needsMpi(opts)) {
@@ -327,6 +391,7 @@ int launchAndRun(const Options& opts, int argc, char** argv) {
       return runUnderMpi(opts, argc, argv, commandLine);
     }
     if (opts.ranks > 0) {
+      const std::unique_ptr<NoisyNeighbours> noise = startNoise(opts);
       const int code = runForked(opts, commandLine);
       if (code == kExitSkipped && !opts.jsonPath.empty()) std::remove(opts.jsonPath.c_str());  // the empty probe
       return code;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,11 @@ namespace {
 }
 
 }  // namespace
+
+int noiseInEffect() {
+  const char* v = std::getenv(kNoiseEnvVar);
+  return v != nullptr ? std::atoi(v) : 0;
+}
 
 NoisyNeighbours::NoisyNeighbours(int count) {
   const pid_t self = getpid();

@@ -9,6 +9,13 @@
 
 namespace cfxperf {
 
+/// Set by the process that started the noise, to their number: the ranks (its children, or mpirun's) read it
+/// to say so in the header and the JSON. The top-level conflux-perf clears any value it inherited.
+inline constexpr const char* kNoiseEnvVar = "CFXPERF_NOISE";
+
+/// The number of noise processes this run's ranks share the cores with (kNoiseEnvVar; 0 when unset).
+int noiseInEffect();
+
 class NoisyNeighbours {
  public:
   /// Starts `count` spinning processes (none for 0). Throws std::runtime_error when fork fails (the ones

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives.h"
+#include "noise.h"
 
 namespace cfxperf {
 
@@ -92,8 +93,8 @@ void TextReport::header(const RunInfo& info) {
       fprintf(out_, "# conflux-perf: %s version %s\n", info.backends[i].c_str(), info.backendVersions[i].c_str());
     }
   }
-  if (const char* noise = std::getenv("CFXPERF_NOISE")) {
-    fprintf(out_, "# conflux-perf: noisy neighbour: %s CPU-bound processes share the cores (--noise)\n", noise);
+  if (const int noise = noiseInEffect(); noise > 0) {
+    fprintf(out_, "# conflux-perf: noisy neighbour: %d CPU-bound processes share the cores (--noise)\n", noise);
   }
   if (o.percentiles) {
     fprintf(out_, "# conflux-perf: every iteration timed (--percentiles): p50, p99, max per call of %d iterations, "

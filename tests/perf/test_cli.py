@@ -41,6 +41,7 @@ BAD = [
     (["allreduce", "--noise", "-1"], "--noise"),
     (["allreduce", "--noise", "257"], "--noise"),
     (["allreduce", "--noise", "two"], "--noise"),
+    (["allreduce", "--noise", "1"], "--noise starts its processes beside the ranks of --ranks"),
 ]
 
 

@@ -4,12 +4,14 @@
   test_percentiles.py CONFLUX_PERF mpi|nompi
 
   - --percentiles appends p50, p99 and max (us per call) for out of place and in place after the other
-    columns: nccl-tests' 13 columns parse as before, p50 <= p99 <= max, the mean lies within [min, max]
-    of what the percentiles allow (it is at most the max), and -J holds the same numbers;
+    columns: nccl-tests' 13 columns parse as before, p50 <= p99 <= max, the mean is at most the max,
+    and -J holds the same numbers (and says percentiles: true);
   - without the flag the rows have 13 columns and -J has no percentile keys;
-  - --noise 1 says so in the header, and its process is gone when conflux-perf returns;
-  - with MPI: --compare mpi --percentiles --noise 1 appends the comparison's six after Conflux's six,
-    and leaves no process behind either (the launcher waits for mpirun, then stops the noise).
+  - --noise 2 runs its two processes while the ranks run (counted mid-run beside the launcher and the
+    two ranks), says so in the header and in -J, and they are gone when conflux-perf returns;
+  - with MPI: --compare mpi --percentiles --noise 2 appends the comparison's six after Conflux's six,
+    runs the noise beside mpirun's ranks and leaves no process behind either (the launcher waits for
+    mpirun, then stops the noise).
 """
 
 import json
@@ -17,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -63,15 +66,29 @@ def run(binary, ctx, args, json_path=None):
     env = dict(os.environ)
     key, value = MARK.split("=")
     env[key] = value
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    # Sample our conflux-perf processes while it runs: the most seen at once says whether the noise ran.
+    seen = 0
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
+        deadline = time.monotonic() + 240
+        while p.poll() is None and time.monotonic() < deadline:
+            seen = max(seen, len(processes_of(binary)))
+            time.sleep(0.02)
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+            fail(ctx, "still running after 240 s")
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     if p.returncode != 0:
-        fail(ctx, "exit status %d: %s" % (p.returncode, p.stderr[-2000:]))
-        return None, p.stdout
+        fail(ctx, "exit status %d: %s" % (p.returncode, stderr[-2000:]))
+        return None, stdout, seen
     try:
-        return ntp.parse(p.stdout), p.stdout
+        return ntp.parse(stdout), stdout, seen
     except ntp.ParseError as e:
         fail(ctx, "does not parse: %s" % e)
-        return None, p.stdout
+        return None, stdout, seen
 
 
 def check_percentiles(ctx, rep, groups, iters):
@@ -98,6 +115,8 @@ def check_percentiles(ctx, rep, groups, iters):
 def check_json(ctx, path, rep):
     with open(path) as f:
         doc = json.load(f)
+    if doc["config"].get("percentiles") is not True:
+        fail(ctx, "config.percentiles is %r, not true" % doc["config"].get("percentiles"))
     results = doc["results"]
     if len(results) != len(rep.rows):
         fail(ctx, "JSON has %d results for %d rows" % (len(results), len(rep.rows)))
@@ -120,42 +139,53 @@ def main():
         print(__doc__)
         return 2
     binary, mpi = sys.argv[1], sys.argv[2] == "mpi"
-    before = processes_of(binary)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "p.json")
-        rep, _ = run(binary, "--percentiles", ["-n", "300", "--percentiles"], path)
+        rep, _, _ = run(binary, "--percentiles", ["-n", "300", "--percentiles"], path)
         if rep:
             check_percentiles("--percentiles", rep, 1, 300)
             check_json("--percentiles -J", path, rep)
 
         plain = os.path.join(tmp, "plain.json")
-        rep, _ = run(binary, "default", ["-n", "20"], plain)
+        rep, _, _ = run(binary, "default", ["-n", "20"], plain)
         if rep:
             for row in rep.rows:
                 if row.extra:
                     fail("default", "row %d has columns beyond nccl-tests': %r" % (row.size, row.line))
             with open(plain) as f:
-                for res in json.load(f)["results"]:
+                doc = json.load(f)
+                if doc["config"].get("percentiles") is not False:
+                    fail("default -J", "config.percentiles is %r, not false" % doc["config"].get("percentiles"))
+                for res in doc["results"]:
                     if "p50" in res["out_of_place"]:
                         fail("default -J", "percentiles without --percentiles")
 
-        rep, _ = run(binary, "--noise 1", ["-n", "300", "--percentiles", "--noise", "1"])
+        noisy = os.path.join(tmp, "noisy.json")
+        rep, _, seen = run(binary, "--noise 2", ["-n", "3000", "--percentiles", "--noise", "2"], noisy)
         if rep:
-            check_percentiles("--noise 1", rep, 1, 300)
-            if not any("noisy neighbour: 1 CPU-bound" in c for c in rep.comments):
-                fail("--noise 1", "the header does not name the noisy neighbour")
-        left = processes_of(binary) - before
+            check_percentiles("--noise 2", rep, 1, 3000)
+            if not any("noisy neighbour: 2 CPU-bound" in c for c in rep.comments):
+                fail("--noise 2", "the header does not name the noisy neighbour")
+            with open(noisy) as f:
+                if json.load(f)["config"].get("noise_processes") != 2:
+                    fail("--noise 2 -J", "config.noise_processes is not 2")
+        # The launcher, its two ranks and the two noise processes.
+        if seen < 5:
+            fail("--noise 2", "at most %d conflux-perf processes seen at once during the run, expected 5" % seen)
+        left = processes_of(binary)
         if left:
-            fail("--noise 1", "processes left running: %s" % sorted(left))
+            fail("--noise 2", "processes left running: %s" % sorted(left))
 
         if mpi:
-            rep, _ = run(binary, "--compare mpi --noise 1", ["-n", "200", "--percentiles", "--noise", "1",
-                                                              "--compare", "mpi"])
+            rep, _, seen = run(binary, "--compare mpi --noise 2", ["-n", "2000", "--percentiles", "--noise", "2",
+                                                                    "--compare", "mpi"])
             if rep:
-                check_percentiles("--compare mpi", rep, 2, 200)
-            left = processes_of(binary) - before
+                check_percentiles("--compare mpi", rep, 2, 2000)
+            if seen < 5:
+                fail("--compare mpi --noise 2", "at most %d conflux-perf processes seen at once, expected 5" % seen)
+            left = processes_of(binary)
             if left:
-                fail("--compare mpi --noise 1", "processes left running: %s" % sorted(left))
+                fail("--compare mpi --noise 2", "processes left running: %s" % sorted(left))
 
     for f in failures:
         print("FAIL " + f)

@@ -1,6 +1,7 @@
 // The executor in one process: a simulated cluster whose ranks are threads, each node's ranks joined by a
 // fake local group (fake_local_group.h) and the nodes by the fake message transport (fake_transport.h),
-// with each rank's links made by linkPeers as a communicator makes them. checkCollective runs one
+// with each rank's links made by linkPeers from the choice its node layout implies (choiceFromLocalIndex:
+// members of its node local, the others over the network). checkCollective runs one
 // algorithm's plans for a collective on every rank and compares every output with a reference computed
 // here (small integers, so every float sum is exact).
 #pragma once
@@ -73,7 +74,7 @@ class Cluster {
         rank->net = fabric_.endpoint(r);
         env.net = rank->net.get();
       }
-      linkPeers(env, choiceFromLocalIndex(env.localIndex));
+      linkPeers(env, choiceFromLocalIndex(env.localIndex));  // what selectTransports gives these hosts
       ranks_.push_back(std::move(rank));
     }
   }
@@ -144,6 +145,25 @@ inline PlanParams paramsFor(const Cluster& cluster, Collective c, uint64_t count
   p.stagingBytes = stagingBytes;
   if (cluster.multiNode()) p.layout = cluster.layout();
   return p;
+}
+
+/// "ring allreduce on <where>, count N, seed S": names one checked run in failure messages.
+inline std::string describeRun(Algo a, Collective c, const std::string& where, uint64_t count, uint32_t seed) {
+  return std::string(algoName(a)) + " " + std::string(collectiveName(c)) + " on " + where + ", count " +
+         std::to_string(count) + ", seed " + std::to_string(seed);
+}
+
+/// A ring all-reduce of `count` floats (all 1) in place on rank r, as the communicator's first call.
+inline Status ringAllReduce(Cluster& cluster, int r, RankEnv& rank, uint64_t count = 4096) {
+  std::vector<float> data(count, 1.0f);
+  ExecBuffers bufs;
+  bufs.send = reinterpret_cast<const std::byte*>(data.data());
+  bufs.recv = reinterpret_cast<std::byte*>(data.data());
+  ExecCall call;
+  call.count = count;
+  call.seq = 1;
+  return execute(buildPlan(Algo::Ring, paramsFor(cluster, Collective::AllReduce, count, r, 0)), bufs, call,
+                 rank.env, rank.work);
 }
 
 /// Runs `algo`'s plans for `c` on every rank of `cluster` as the communicator's first collective (with

@@ -24,8 +24,10 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "transport/local_group.h"
 
 namespace fakegroup {
@@ -114,10 +116,12 @@ class FakeNode::Group final : public transport::LocalGroup {
 
   int localRank() const override { return me_; }
   int localSize() const override { return node_.size_; }
-  transport::SendChannel& sendTo(int p) override { return *senders_[size_t(p)]; }
-  transport::RecvChannel& recvFrom(int p) override { return *receivers_[size_t(p)]; }
+  // Bad member numbers are errors here as in the shared-memory group, so a plan that names one fails
+  // in these tests too rather than reading out of bounds.
+  transport::SendChannel& sendTo(int p) override { return *senders_[checkPeer(p)]; }
+  transport::RecvChannel& recvFrom(int p) override { return *receivers_[checkPeer(p)]; }
   std::byte* staging(int p, uint64_t epoch) override {
-    return node_.members_[size_t(p)].staging.data() + (epoch & 1) * node_.stagingBytes_;
+    return node_.members_[checkMember(p)].staging.data() + (epoch & 1) * node_.stagingBytes_;
   }
   size_t stagingBytes() const override { return node_.stagingBytes_; }
 
@@ -184,6 +188,17 @@ class FakeNode::Group final : public transport::LocalGroup {
   }
 
  private:
+  size_t checkMember(int p) const {
+    if (p < 0 || p >= node_.size_) {
+      throw conflux::Error(conflux::Code::InvalidArgument, "fake group: local rank " + std::to_string(p) + " out of range");
+    }
+    return size_t(p);
+  }
+  size_t checkPeer(int p) const {
+    if (checkMember(p) == size_t(me_)) throw conflux::Error(conflux::Code::InvalidArgument, "fake group: no channel from a rank to itself");
+    return size_t(p);
+  }
+
   // Draws whether this write or read stalls, and how many bytes a write may take.
   bool stalls() {
     const int n = node_.faults_.stallOneIn;

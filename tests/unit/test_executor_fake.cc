@@ -58,10 +58,7 @@ TEST(ExecutorOverFakeTransport, EveryMessagePassingPlanWithDelaysAndReordering) 
         if (!algoSupports(a, c, n)) continue;
         for (uint64_t count : {uint64_t{1}, uint64_t{1037}}) {
           Cluster cluster(eachRankAlone(n, Faults{seed, 6, -1, 0}));
-          checkCollective(cluster, a, c, count,
-                          std::string(algoName(a)) + " " + std::string(collectiveName(c)) + " on " +
-                              std::to_string(n) + " ranks, count " + std::to_string(count) + ", seed " +
-                              std::to_string(seed));
+          checkCollective(cluster, a, c, count, describeRun(a, c, std::to_string(n) + " ranks", count, seed));
           ++seed;
           ++runs;
           if (HasFatalFailure()) return;
@@ -111,17 +108,7 @@ TEST(ExecutorOverFakeTransport, AnInjectedFailureEndsTheCallOnEveryRank) {
   constexpr int kTimeoutMs = 400;
   Cluster cluster(eachRankAlone(4, Faults{7, 3, 1, 3}, kTimeoutMs));
   const auto start = std::chrono::steady_clock::now();
-  auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
-    std::vector<float> data(4096, 1.0f);
-    ExecBuffers bufs;
-    bufs.send = reinterpret_cast<const std::byte*>(data.data());
-    bufs.recv = reinterpret_cast<std::byte*>(data.data());
-    ExecCall call;
-    call.count = data.size();
-    call.seq = 1;
-    return execute(buildPlan(Algo::Ring, paramsFor(cluster, Collective::AllReduce, data.size(), r, 0)), bufs, call,
-                   rank.env, rank.work);
-  });
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status { return ringAllReduce(cluster, r, rank); });
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(status[1].code(), Code::RemoteError) << status[1].message();
   EXPECT_NE(status[1].message().find("injected failure of rank 1's operation 3"), std::string::npos)

@@ -30,10 +30,9 @@ ClusterShape shape(std::vector<int> nodeOf, uint32_t seed, int timeoutMs = 20000
 }
 
 std::string describe(Algo a, Collective c, const std::vector<int>& nodeOf, uint64_t count, uint32_t seed) {
-  std::string nodes;
+  std::string nodes = "nodes ";
   for (int n : nodeOf) nodes += std::to_string(n);
-  return std::string(algoName(a)) + " " + std::string(collectiveName(c)) + " on nodes " + nodes + ", count " +
-         std::to_string(count) + ", seed " + std::to_string(seed);
+  return describeRun(a, c, nodes, count, seed);
 }
 
 const Collective kCollectives[] = {Collective::AllReduce, Collective::Reduce, Collective::Broadcast,
@@ -91,19 +90,6 @@ TEST(ExecutorOverFakeLocalGroup, PlansAcrossNodesMixLocalStreamsAndMessages) {
   }
   EXPECT_GE(runs, 40);
   EXPECT_GE(hierRuns, 6) << "the hierarchical plans ran across nodes";
-}
-
-/// A 4096-element ring all-reduce on every rank `body` lets run; the others return at once.
-Status ringAllReduce(Cluster& cluster, int r, RankEnv& rank, uint64_t count = 4096) {
-  std::vector<float> data(count, 1.0f);
-  ExecBuffers bufs;
-  bufs.send = reinterpret_cast<const std::byte*>(data.data());
-  bufs.recv = reinterpret_cast<std::byte*>(data.data());
-  ExecCall call;
-  call.count = count;
-  call.seq = 1;
-  return execute(buildPlan(Algo::Ring, paramsFor(cluster, Collective::AllReduce, count, r, 0)), bufs, call,
-                 rank.env, rank.work);
 }
 
 double secondsSince(std::chrono::steady_clock::time_point t) {
@@ -173,6 +159,19 @@ TEST(ExecutorOverFakeLocalGroup, MembersThatDisagreeOnTheCountFailNamingIt) {
   }
   EXPECT_GE(named, 1) << status[0].message() << " | " << status[1].message() << " | " << status[2].message();
   EXPECT_LT(secondsSince(start), 5.0) << "caught by the argument checks, not the 10 s timeout";
+}
+
+// The fake refuses what the shared-memory group refuses, so a plan naming a bad member fails here too.
+TEST(FakeLocalGroup, RejectsAChannelToItselfAndMembersOutOfRange) {
+  fakegroup::FakeNode node(3, 4096, 1024, GroupFaults{});
+  auto group = node.member(1);
+  EXPECT_THROW(group->sendTo(1), Error);
+  EXPECT_THROW(group->recvFrom(1), Error);
+  EXPECT_THROW(group->sendTo(3), Error);
+  EXPECT_THROW(group->recvFrom(-1), Error);
+  EXPECT_THROW(group->staging(3, 0), Error);
+  EXPECT_NO_THROW(group->sendTo(2));
+  EXPECT_NO_THROW(group->staging(1, 0));
 }
 
 }  // namespace
