@@ -4,12 +4,14 @@
 // Every plan is Barrier, work, Barrier (plan.h rule 6): after the first Barrier all inputs are ready and
 // all outputs writable; the last one keeps every rank in the call until no peer touches its buffers.
 // The work, for rank r of n (blocks and slices as in schedule.h's Blocks):
-//   AllReduce      rank r owns slice r of the vector: it reduces slice r of all n send buffers into its
-//                  recv, finalizes it and copies it into slice r of every peer's recv. The slice is cut
-//                  into pieces of kPieceBytes (or chunkBytes if smaller), pipelined over rounds (reduce
-//                  piece j, finalize piece j - 1, copy piece j - 2 out) so that each piece is still in
-//                  cache when it is finalized and copied. (The executor writes peers' buffers with
-//                  non-temporal stores for large out-of-place calls.)
+//   AllReduce      rank r owns slice r of the vector: one ReduceSpread per piece of kPieceBytes (or
+//                  chunkBytes if smaller), a round each, reducing that piece of slice r of all n send
+//                  buffers and writing the finished piece into slice r of its own recv and of every
+//                  peer's. Large out of place, the executor streams each piece to all n destinations
+//                  in one pass (non-temporal stores: 2 reads and 2 writes per element on 2 ranks, the
+//                  least traffic there is); otherwise it reduces the piece into its recv and copies it
+//                  out while it is still in cache (in place with plain stores: the destinations are
+//                  sources it has just read).
 //   Reduce         the root reduces the n send buffers into its recv piece by piece (and finalizes).
 //   ReduceScatter  rank r reduces block r of all n send buffers into its recv (pieces, then finalize).
 //   Broadcast      every non-root copies the root's send buffer into its recv.
@@ -29,36 +31,44 @@ constexpr uint64_t kPieceBytes = 128 << 10;
 
 BufRef sendOf(int q, int r, uint64_t off) { return q == r ? BufRef::send(off) : BufRef::peerSend(q, off); }
 
-/// Emits the pieces of out[0, len) = reduce over q of send_q[srcOff, srcOff + len), each finalized in the
-/// next round; with `peers`, each finished piece is copied to the same offset of every peer's recv in
-/// the round after that. All offsets in bytes.
-void reducePieces(PlanBuilder& b, const PlanParams& p, uint64_t srcOff, uint64_t outOff, uint64_t len, bool peers) {
+uint64_t pieceBytesOf(const PlanParams& p) {
   const uint64_t limit = p.chunkBytes > 0 ? std::min(kPieceBytes, p.chunkBytes) : kPieceBytes;
-  const uint64_t pieceBytes = std::max<uint64_t>(limit / p.eltSize * p.eltSize, p.eltSize);
-  const uint64_t pieces = numChunks(len, pieceBytes);
-  auto pieceAt = [&](uint64_t j, uint64_t& off, uint64_t& bytes) {
-    off = j * pieceBytes;
-    bytes = std::min(pieceBytes, len - off);
-  };
-  for (uint64_t j = 0; j < pieces + 2; ++j) {
+  return std::max<uint64_t>(limit / p.eltSize * p.eltSize, p.eltSize);
+}
+
+std::vector<BufRef> sourcesAt(const PlanParams& p, uint64_t off) {
+  std::vector<BufRef> srcs;
+  for (int q = 0; q < p.nranks; ++q) srcs.push_back(sendOf(q, p.rank, off));
+  return srcs;
+}
+
+/// Emits the pieces of recv[outOff, outOff + len) = reduce over q of send_q[srcOff, srcOff + len), each
+/// finalized in the round after its reduction (so that it is still in cache). All offsets in bytes.
+void reducePieces(PlanBuilder& b, const PlanParams& p, uint64_t srcOff, uint64_t outOff, uint64_t len) {
+  const uint64_t pieceBytes = pieceBytesOf(p), pieces = numChunks(len, pieceBytes);
+  for (uint64_t j = 0; j <= pieces; ++j) {
     b.nextRound();
-    uint64_t off = 0, bytes = 0;
     if (j < pieces) {
-      pieceAt(j, off, bytes);
-      std::vector<BufRef> srcs;
-      for (int q = 0; q < p.nranks; ++q) srcs.push_back(sendOf(q, p.rank, srcOff + off));
-      b.reduce(BufRef::recv(outOff + off), srcs, bytes);
+      const uint64_t off = j * pieceBytes;
+      b.reduce(BufRef::recv(outOff + off), sourcesAt(p, srcOff + off), std::min(pieceBytes, len - off));
     }
-    if (j >= 1 && j - 1 < pieces) {
-      pieceAt(j - 1, off, bytes);
-      b.finalize(BufRef::recv(outOff + off), bytes);
+    if (j >= 1) {
+      const uint64_t off = (j - 1) * pieceBytes;
+      b.finalize(BufRef::recv(outOff + off), std::min(pieceBytes, len - off));
     }
-    if (peers && j >= 2) {
-      pieceAt(j - 2, off, bytes);
-      for (int q = 0; q < p.nranks; ++q) {
-        if (q != p.rank) b.copy(BufRef::peerRecv(q, outOff + off), BufRef::recv(outOff + off), bytes);
-      }
+  }
+}
+
+/// All-reduce: every piece of slice [off, off + len), finished, into this rank's recv and every peer's.
+void spreadPieces(PlanBuilder& b, const PlanParams& p, uint64_t off, uint64_t len) {
+  const uint64_t pieceBytes = pieceBytesOf(p);
+  for (uint64_t at = off; at < off + len; at += pieceBytes) {
+    b.nextRound();
+    std::vector<BufRef> peers;
+    for (int q = 0; q < p.nranks; ++q) {
+      if (q != p.rank) peers.push_back(BufRef::peerRecv(q, at));
     }
+    b.reduceSpread(BufRef::recv(at), peers, sourcesAt(p, at), std::min(pieceBytes, off + len - at));
   }
 }
 
@@ -70,13 +80,13 @@ void work(PlanBuilder& b, const PlanParams& p) {
     case Collective::AllReduce: {
       const Blocks slices{p.count, static_cast<uint64_t>(n)};
       const uint64_t off = slices.off(r) * e, len = slices.len(r) * e;
-      if (len > 0) reducePieces(b, p, off, off, len, true);
+      if (len > 0) spreadPieces(b, p, off, len);
       break;
     }
     case Collective::Reduce:
-      if (r == p.root) reducePieces(b, p, 0, 0, block, false);
+      if (r == p.root) reducePieces(b, p, 0, 0, block);
       break;
-    case Collective::ReduceScatter: reducePieces(b, p, static_cast<uint64_t>(r) * block, 0, block, false); break;
+    case Collective::ReduceScatter: reducePieces(b, p, static_cast<uint64_t>(r) * block, 0, block); break;
     case Collective::Broadcast:
       b.nextRound();
       b.copy(BufRef::recv(0), sendOf(p.root, r, 0), block);

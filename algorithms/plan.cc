@@ -25,6 +25,7 @@ std::string_view opKindName(OpKind k) {
     case OpKind::Copy: return "Copy";
     case OpKind::Reduce: return "Reduce";
     case OpKind::Finalize: return "Finalize";
+    case OpKind::ReduceSpread: return "ReduceSpread";
   }
   return "unknown";
 }
@@ -129,6 +130,21 @@ void PlanBuilder::finalize(BufRef dst, uint64_t bytes) {
   op.kind = OpKind::Finalize;
   op.dst = dst;
   op.bytes = bytes;
+  add(op);
+}
+
+void PlanBuilder::reduceSpread(BufRef dst, const std::vector<BufRef>& extra, const std::vector<BufRef>& srcs,
+                               uint64_t bytes) {
+  if (bytes == 0 || srcs.empty()) return;
+  Op op;
+  op.kind = OpKind::ReduceSpread;
+  op.firstSrc = static_cast<uint32_t>(plan_.sources.size());
+  op.nsrc = static_cast<uint32_t>(srcs.size());
+  op.nextra = static_cast<uint32_t>(extra.size());
+  op.dst = dst;
+  op.bytes = bytes;
+  plan_.sources.insert(plan_.sources.end(), srcs.begin(), srcs.end());
+  plan_.sources.insert(plan_.sources.end(), extra.begin(), extra.end());
   add(op);
 }
 

@@ -8,7 +8,8 @@
 // Round semantics (the executor and the simulator both implement exactly this):
 //   1. The communication operations of a round (Send, Recv, RecvReduce, Barrier) are posted together and
 //      progress concurrently; the round's communication is done when all of them completed.
-//   2. Then the local operations of the round (Copy, Reduce, Finalize) run, in the order listed.
+//   2. Then the local operations of the round (Copy, Reduce, Finalize, ReduceSpread) run, in the order
+//      listed.
 //   3. Operations of one round must not conflict: no two may touch overlapping bytes of the same buffer
 //      when at least one of them writes (RecvReduce's dst may equal its own src exactly).
 //   4. Messages between a pair of ranks match in FIFO order per direction; sizes must agree. The
@@ -69,11 +70,16 @@ enum class OpKind : uint8_t {
   Copy,        ///< dst = src(0), `bytes` bytes.
   Reduce,      ///< dst = op(src(0), ..., src(nsrc-1)) elementwise; dst may equal one source exactly.
   Finalize,    ///< dst = dst / nranks elementwise when the op is avg; nothing otherwise.
+  /// t = op(src(0), ..., src(nsrc-1)), divided by nranks when the op is avg; dst and each of the
+  /// `nextra` extra destinations (Plan::extraDst) = t. One pass over the sources for all destinations
+  /// (the executor streams them when the call is large and out of place). Each destination may equal
+  /// a source exactly (in place); destinations must not overlap one another.
+  ReduceSpread,
 };
 
 /// "send", "recv", "scratch", "staging".
 std::string_view bufKindName(BufKind k);
-/// "Send", "Recv", "RecvReduce", "Barrier", "Copy", "Reduce", "Finalize".
+/// "Send", "Recv", "RecvReduce", "Barrier", "Copy", "Reduce", "Finalize", "ReduceSpread".
 std::string_view opKindName(OpKind k);
 
 constexpr bool isCommOp(OpKind k) {
@@ -87,6 +93,7 @@ struct Op {
   uint32_t nsrc = 0;       ///< Number of sources.
   BufRef dst;
   uint64_t bytes = 0;      ///< Bytes moved or produced (a multiple of the element size).
+  uint32_t nextra = 0;     ///< ReduceSpread: destinations besides dst, in Plan::sources after the sources.
 };
 
 /// A contiguous range of Plan::ops.
@@ -147,6 +154,8 @@ struct Plan {
   uint64_t stagingBytes = 0;       ///< Staging bytes the plan uses (0: no staging, no Barrier needed).
 
   const BufRef& src(const Op& op, uint32_t i) const { return sources[op.firstSrc + i]; }
+  /// ReduceSpread's k-th extra destination (k < op.nextra).
+  const BufRef& extraDst(const Op& op, uint32_t k) const { return sources[op.firstSrc + op.nsrc + k]; }
 };
 
 /// Appends operations to a plan, one round at a time.
@@ -164,6 +173,8 @@ class PlanBuilder {
   void copy(BufRef dst, BufRef src, uint64_t bytes);
   void reduce(BufRef dst, const std::vector<BufRef>& srcs, uint64_t bytes);
   void finalize(BufRef dst, uint64_t bytes);
+  /// ReduceSpread: the finished reduction of srcs into dst and into every one of `extra`.
+  void reduceSpread(BufRef dst, const std::vector<BufRef>& extra, const std::vector<BufRef>& srcs, uint64_t bytes);
 
   void needScratch(uint64_t bytes);
   void needStaging(uint64_t bytes);

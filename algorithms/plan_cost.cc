@@ -103,6 +103,10 @@ double rankSeconds(const Plan& plan, int rank, const std::vector<int>& node, con
           if (!samePlace(op.dst, plan.src(op, 0))) after += double(op.bytes) / params.intra.bandwidth;
           break;
         case OpKind::Reduce: after += double(op.bytes) * (op.nsrc > 0 ? op.nsrc - 1 : 0) * reduceRate; break;
+        case OpKind::ReduceSpread:  // costed as a Reduce and a Copy per extra destination
+          after += double(op.bytes) * (op.nsrc > 0 ? op.nsrc - 1 : 0) * reduceRate;
+          after += double(op.bytes) * op.nextra / params.intra.bandwidth;
+          break;
         case OpKind::Finalize: break;
       }
     }

@@ -48,7 +48,9 @@ void Simulator::buildPlans(const PlanFactory& makePlan) {
   }
   for (int r = 0; r < n_; ++r) {
     for (const BufRef& ref : plans_[r].sources) peerPlans_ |= ref.kind != BufKind::Staging && ref.kind != BufKind::Scratch && ref.rank >= 0;
-    for (const Op& op : plans_[r].ops) peerPlans_ |= op.dst.kind != BufKind::Staging && op.dst.kind != BufKind::Scratch && op.dst.rank >= 0;
+    for (const Op& op : plans_[r].ops) {
+      peerPlans_ |= op.dst.kind != BufKind::Staging && op.dst.kind != BufKind::Scratch && op.dst.rank >= 0;
+    }
   }
   for (int r = 0; r < n_; ++r) validate(r);
   // Staging use must be uniform across ranks: it selects the staging area of the call.
@@ -338,8 +340,14 @@ void Simulator::runLocal(int r) {
         }
       }
     }
+    if (op.kind == OpKind::ReduceSpread) ops_.finalize(acc.data(), op.bytes);
     touchShared(r, st.call, op.dst, op.bytes, true, i);
     std::memcpy(ptr(dst), acc.data(), op.bytes);
+    for (uint32_t k = 0; op.kind == OpKind::ReduceSpread && k < op.nextra; ++k) {
+      const BufRef& extra = plan.extraDst(op, k);
+      touchShared(r, st.call, extra, op.bytes, true, i);
+      std::memcpy(ptr(phys(r, st.call, extra)), acc.data(), op.bytes);
+    }
   }
 }
 

@@ -15,7 +15,8 @@ uint32_t expectedSources(OpKind k, uint32_t actual) {
     case OpKind::Send:
     case OpKind::RecvReduce:
     case OpKind::Copy: return 1;
-    case OpKind::Reduce: return std::max<uint32_t>(1, actual);
+    case OpKind::Reduce:
+    case OpKind::ReduceSpread: return std::max<uint32_t>(1, actual);
     default: return 0;
   }
 }
@@ -88,7 +89,7 @@ void Simulator::validate(int r) {
       const Op& op = plan.ops[i];
       if (op.kind == OpKind::Barrier) continue;
       bool peer = writesDst(op.kind) && isPeer(op.dst);
-      for (uint32_t s = 0; s < op.nsrc && op.firstSrc + s < plan.sources.size(); ++s) {
+      for (uint32_t s = 0; s < op.nsrc + op.nextra && op.firstSrc + s < plan.sources.size(); ++s) {
         peer |= isPeer(plan.sources[op.firstSrc + s]);
       }
       if (peer && isCommOp(op.kind)) fail(rd, i, "a message names a peer's buffer (only local operations may)");
@@ -96,9 +97,10 @@ void Simulator::validate(int r) {
     }
     for (uint32_t i = round.firstOp; i < next; ++i) {
       const Op& op = plan.ops[i];
-      if (op.kind > OpKind::Finalize) fail(rd, i, "unknown op kind");
+      if (op.kind > OpKind::ReduceSpread) fail(rd, i, "unknown op kind");
       if (op.nsrc != expectedSources(op.kind, op.nsrc)) fail(rd, i, "wrong number of sources");
-      if (op.firstSrc > plan.sources.size() || op.nsrc > plan.sources.size() - op.firstSrc) {
+      if (op.nextra != 0 && op.kind != OpKind::ReduceSpread) fail(rd, i, "extra destinations on an op that has none");
+      if (op.firstSrc > plan.sources.size() || op.nsrc + uint64_t{op.nextra} > plan.sources.size() - op.firstSrc) {
         fail(rd, i, "sources out of range");
       }
       if (op.kind == OpKind::Barrier) continue;
@@ -114,6 +116,7 @@ void Simulator::validate(int r) {
           fail(rd, i, "staging used by a message in a round with a Barrier (its order is undefined)");
         }
       }
+      for (uint32_t k = 0; k < op.nextra; ++k) checkRef(r, rd, i, plan.extraDst(op, k), op.bytes, true);
       if (writesDst(op.kind)) {
         checkRef(r, rd, i, op.dst, op.bytes, true);
         if (isCommOp(op.kind) && roundBarrier && op.dst.kind == BufKind::Staging) {
@@ -169,9 +172,16 @@ void Simulator::checkRoundConflicts(int r, uint32_t round) {
     const Phys dst = hasDst ? region(op.dst) : Phys{};
     if (op.kind == OpKind::Copy && region(plan.src(op, 0)) == dst) continue;  // a no-op in place
     if (hasDst) add(op.dst, op.bytes, true, i);
+    std::vector<Phys> extras;
+    for (uint32_t k = 0; k < op.nextra; ++k) {
+      add(plan.extraDst(op, k), op.bytes, true, i);
+      extras.push_back(region(plan.extraDst(op, k)));
+    }
     for (uint32_t s = 0; s < op.nsrc; ++s) {
       const BufRef& src = plan.src(op, s);
-      if (hasDst && region(src) == dst) continue;  // dst may equal a source exactly
+      // dst (and a ReduceSpread's extra destinations) may equal a source exactly
+      if (hasDst && region(src) == dst) continue;
+      if (std::find(extras.begin(), extras.end(), region(src)) != extras.end()) continue;
       add(src, op.bytes, false, i);
     }
   }

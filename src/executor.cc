@@ -2,6 +2,8 @@
 // and the entry point (executor.h has the semantics; rank_executor.h the class, split over three files).
 #include "src/executor.h"
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -226,16 +228,11 @@ void RankExecutor::runLocal(const Op& op) {
         scaleCopy(dst, src, op.bytes);
         break;
       }
-      if (src == dst) break;
-      // Pieces of a message far larger than the caches go to the caller's buffer with non-temporal
-      // stores: the lines would be evicted before anyone reads them, and streaming skips the reads
-      // that ordinary stores cause (read-for-ownership).
-      const bool stream = (op.dst.kind == BufKind::Recv && streamToRecv_) || (isPeer(op.dst) && streamToPeers_);
-      if (stream) cpu::copyStreaming(dst, src, op.bytes);
-      else cpu::copy(dst, src, op.bytes);
+      copyOut(op.dst, dst, src, op.bytes);
       break;
     }
-    case OpKind::Reduce: {
+    case OpKind::Reduce:
+    case OpKind::ReduceSpread: {
       srcPtrs_.resize(op.nsrc);
       // PreMulSum: the sources read from this rank's own input get its scalar. The kernel's mask has 64
       // bits; no plan reduces its own input past source 63 (one-shot stages it first, two-shot and the
@@ -245,7 +242,34 @@ void RankExecutor::runLocal(const Op& op) {
         srcPtrs_[i] = resolve(plan_.src(op, i));
         if (i < 64 && scaled(plan_.src(op, i))) mask |= uint64_t{1} << i;
       }
-      combine(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), op.bytes / eltSize_, mask);
+      const size_t count = op.bytes / eltSize_;
+      if (op.kind == OpKind::Reduce) {
+        combine(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), count, mask);
+        break;
+      }
+      // ReduceSpread. Large out of place, every destination is cold: one pass over the sources streams
+      // the result to all of them. Otherwise (in place a destination may be a source; avg divides;
+      // PreMulSum scales): reduce into dst, finish it there, copy it out while it is in cache.
+      const uint32_t ndst = 1 + op.nextra;
+      if (spreadStreams_ && mask == 0 && call_.op != RedOp::Avg && ndst <= cpu::kMaxFanout) {
+        void* dsts[cpu::kMaxFanout];
+        dsts[0] = dst;
+        for (uint32_t k = 0; k < op.nextra; ++k) dsts[1 + k] = resolve(plan_.extraDst(op, k));
+        cpu::reduceStreamingTo(call_.dtype, call_.op, dsts, static_cast<int>(ndst), srcPtrs_.data(),
+                               static_cast<int>(op.nsrc), count);
+        break;
+      }
+      combine(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), count, mask);
+      if (call_.op == RedOp::Avg) cpu::divideInPlace(call_.dtype, dst, count, env_.nranks);
+      for (uint32_t k = 0; k < op.nextra; ++k) {
+        const BufRef& ref = plan_.extraDst(op, k);
+        std::byte* out = resolve(ref);
+        // A destination that is one of the sources (in place) was just read: its lines are in cache,
+        // where plain stores are cheaper than streaming ones.
+        const bool cached = std::find(srcPtrs_.begin(), srcPtrs_.end(), out) != srcPtrs_.end();
+        if (cached) cpu::copy(out, dst, op.bytes);
+        else copyOut(ref, out, dst, op.bytes);
+      }
       break;
     }
     case OpKind::Finalize:

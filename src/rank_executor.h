@@ -24,6 +24,9 @@ constexpr uint64_t kStreamMessageBytes = uint64_t{8} << 20;
 // non-temporal stores: those lines are cold here, and streaming skips reading them in. In place, the
 // lines were just read from the same buffer, so ordinary stores are cheaper.
 constexpr uint64_t kStreamToPeerBytes = uint64_t{1} << 20;
+// Out-of-place calls at least this large write a ReduceSpread's result to all its destinations (this
+// rank's receive buffer too) in one streaming pass.
+constexpr uint64_t kSpreadStreamBytes = uint64_t{1} << 20;
 
 class RankExecutor {
  public:
@@ -35,7 +38,8 @@ class RankExecutor {
         states_(work.states), sendBusy_(work.sendBusy), recvBusy_(work.recvBusy),
         peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs), work_(work),
         streamToRecv_(call.count * eltSize_ >= kStreamMessageBytes),
-        streamToPeers_(bufs.send != bufs.recv && call.count * eltSize_ >= kStreamToPeerBytes) {
+        streamToPeers_(bufs.send != bufs.recv && call.count * eltSize_ >= kStreamToPeerBytes),
+        spreadStreams_(bufs.send != bufs.recv && call.count * eltSize_ >= kSpreadStreamBytes) {
     sendBusy_.assign(env.nranks, 0);
     recvBusy_.assign(env.nranks, 0);
     peerChecked_.assign(env.nranks, 0);
@@ -61,6 +65,15 @@ class RankExecutor {
   void combine(void* dst, const void* const* srcs, int nsrc, size_t count, uint64_t scaledMask) const {
     if (scaledMask != 0) premul_(dst, srcs, nsrc, count, scaledMask, call_.scalar);
     else reduce_(dst, srcs, nsrc, count);
+  }
+  /// A local copy to `ref` (resolved: dst). Pieces of a message far larger than the caches go to the
+  /// caller's buffer with non-temporal stores: the lines would be evicted before anyone reads them,
+  /// and streaming skips the reads that ordinary stores cause (read-for-ownership).
+  void copyOut(const BufRef& ref, std::byte* dst, const std::byte* src, uint64_t bytes) const {
+    if (src == dst) return;
+    const bool stream = (ref.kind == BufKind::Recv && streamToRecv_) || (isPeer(ref) && streamToPeers_);
+    if (stream) cpu::copyStreaming(dst, src, bytes);
+    else cpu::copy(dst, src, bytes);
   }
   /// dst = `bytes` of src multiplied by the call's PreMulSum scalar.
   void scaleCopy(void* dst, const void* src, uint64_t bytes) const {
@@ -144,6 +157,7 @@ class RankExecutor {
   ExecWorkspace& work_;
   const bool streamToRecv_;
   const bool streamToPeers_;
+  const bool spreadStreams_;
   size_t round_ = 0;
   int netPending_ = 0;       // inter-node operations of this round not yet complete
   bool localPending_ = false;  // operations with local-group members of this round not yet complete (last progressComm)

@@ -33,9 +33,16 @@ inline constexpr size_t kStreamThresholdBytes = size_t{1} << 20;
 /// Copies with non-temporal stores; buffers must not overlap. Ends with a store fence.
 using StreamCopyFn = void (*)(void* dst, const void* src, size_t bytes);
 
-/// One ISA path: a kernel for every (type, op), the PreMulSum kernel of every type and a streaming copy.
+/// reduceStreamingTo's one-pass form: ndst (1..kMaxFanout) destinations, all at the same address modulo
+/// 64 bytes and a whole number of elements from a 64-byte boundary, nsrc >= 2, non-temporal stores,
+/// ends with a store fence.
+using FanoutFn = void (*)(void* const* dsts, int ndst, const void* const* srcs, int nsrc, size_t count);
+
+/// One ISA path: a kernel for every (type, op), the PreMulSum kernel of every type and a streaming copy;
+/// fan-out kernels only where the path vectorises (type, op) (null elsewhere: reduce, then copy).
 struct KernelTable {
   ReduceFn reduce[kNumDataTypes][kNumKernelOps] = {};
+  FanoutFn fanout[kNumDataTypes][kNumKernelOps] = {};
   PremulFn premul[kNumDataTypes] = {};
   StreamCopyFn streamCopy = nullptr;
 };

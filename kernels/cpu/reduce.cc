@@ -175,6 +175,24 @@ PremulFn premulSumFunction(Isa isa, DataType type) {
 
 PremulFn premulSumFunction(DataType type) { return premulSumFunction(activeIsa(), type); }
 
+void reduceStreamingTo(DataType type, RedOp op, void* const* dsts, int ndst, const void* const* srcs, int nsrc,
+                       size_t count) {
+  if (count == 0 || ndst < 1) return;
+  const detail::KernelTable& table = activeTable();
+  const int t = static_cast<int>(type), o = detail::kernelOpIndex(op);
+  const size_t elt = dataTypeSize(type);
+  const uintptr_t misalign = reinterpret_cast<uintptr_t>(dsts[0]) & 63;
+  bool onePass = table.fanout[t][o] != nullptr && nsrc >= 2 && ndst <= kMaxFanout && misalign % elt == 0;
+  for (int k = 1; k < ndst && onePass; ++k) onePass = (reinterpret_cast<uintptr_t>(dsts[k]) & 63) == misalign;
+  if (onePass) {
+    table.fanout[t][o](dsts, ndst, srcs, nsrc, count);
+    return;
+  }
+  // No one-pass kernel for this case: reduce into the first destination, stream it to the others.
+  table.reduce[t][o](dsts[0], srcs, nsrc, count);
+  for (int k = 1; k < ndst; ++k) copyStreaming(dsts[k], dsts[0], count * elt);
+}
+
 void copy(void* dst, const void* src, size_t bytes) {
   if (bytes < detail::kStreamThresholdBytes) {
     if (bytes != 0) std::memcpy(dst, src, bytes);

@@ -38,6 +38,22 @@ PremulFn premulSumFunction(DataType type);
 /// divisor >= 1 (the number of contributions); other values leave data unchanged.
 void divideInPlace(DataType type, void* data, size_t count, int divisor);
 
+/// dsts[k][i] = op(srcs[0][i], ..., srcs[nsrc-1][i]) for every k < ndst and i < count, reading the
+/// sources once however many destinations there are, and writing the destinations with non-temporal
+/// stores: for results that several ranks need and no one reads soon (a direct all-reduce's slice goes
+/// to this rank's and every peer's receive buffer). The stores are non-temporal where the active path
+/// vectorises (type, op), nsrc >= 2, ndst <= kMaxFanout and every destination has the same address
+/// modulo 64 bytes (a whole number of elements); otherwise dsts[0] is reduced with reduceFunction's
+/// kernel and the others are streamed from it. The bits are the same either way. Avg reduces as Sum;
+/// PreMulSum is not covered (use premulSumFunction). A destination may equal a source exactly (every
+/// element's sources are read before it is stored anywhere) but must not overlap one partially, and
+/// destinations must not overlap each other. nsrc >= 1, ndst >= 1.
+void reduceStreamingTo(DataType type, RedOp op, void* const* dsts, int ndst, const void* const* srcs, int nsrc,
+                       size_t count);
+
+/// The most destinations reduceStreamingTo writes in its one pass (more are copied from the first).
+inline constexpr int kMaxFanout = 16;
+
 /// memcpy tuned for large buffers (non-temporal stores above a threshold). Buffers must not overlap.
 void copy(void* dst, const void* src, size_t bytes);
 

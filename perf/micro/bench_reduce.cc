@@ -120,9 +120,11 @@ void benchCpuCopy(benchmark::State& state, cpu::Isa isa, size_t bytes) {
 // long: busbw (= algbw for 2 ranks) <= S / t.
 //   chunk == 0: reduce the whole half into out0, then cpu::copy out0 -> out1 (two passes over memory).
 //   chunk  > 0: the same per chunk, so the copy reads the freshly reduced chunk from cache.
+//   spread:     cpu::reduceStreamingTo into out0 and out1 at once (one pass, non-temporal stores: the
+//               direct all-reduce's ReduceSpread, 4S bytes of DRAM traffic per all-reduce, the least).
 // With ->Threads(2) both ranks' shares run concurrently (each thread pinned to its own core, own buffers):
 // the bound under shared memory bandwidth.
-void benchAllReduce2Bound(benchmark::State& state, size_t totalBytes, size_t chunk) {
+void benchAllReduce2Bound(benchmark::State& state, size_t totalBytes, size_t chunk, bool spread) {
   const int t = state.thread_index();
   conflux::bench::ScopedPin pin(state.threads() > 1 ? t : -1);
   const size_t half = totalBytes / 2;
@@ -136,6 +138,11 @@ void benchAllReduce2Bound(benchmark::State& state, size_t totalBytes, size_t chu
     for (size_t off = 0; off < half; off += step) {
       const size_t n = std::min(step, half - off);
       const void* s[2] = {static_cast<const std::byte*>(srcs[0]) + off, static_cast<const std::byte*>(srcs[1]) + off};
+      if (spread) {
+        void* outs[2] = {out0 + off, out1 + off};
+        cpu::reduceStreamingTo(DataType::Float32, RedOp::Sum, outs, 2, s, 2, n / sizeof(float));
+        continue;
+      }
       fn(out0 + off, s, 2, n / sizeof(float));
       cpu::copy(out1 + off, out0 + off, n);
     }
@@ -187,14 +194,16 @@ void registerAll() {
   }
   const size_t total = 64u << 20;
   const size_t chunks[] = {0, 64u << 10, 256u << 10, 1u << 20};
-  for (size_t chunk : chunks) {
-    const std::string variant = chunk == 0 ? "unfused" : "chunk:" + sizeLabel(chunk);
+  for (int v = 0; v <= 4; ++v) {
+    const bool spread = v == 4;
+    const size_t chunk = spread ? 128u << 10 : chunks[v];
+    const std::string variant = spread ? "spread" : chunk == 0 ? "unfused" : "chunk:" + sizeLabel(chunk);
     const std::string name = "bound/allreduce2/" + sizeLabel(total) + "/" + variant;
-    benchmark::RegisterBenchmark(name.c_str(), benchAllReduce2Bound, total, chunk);
+    benchmark::RegisterBenchmark(name.c_str(), benchAllReduce2Bound, total, chunk, spread);
     if (conflux::bench::allowedCpus() >= 2) {
       // Wall time: the two shares run at once. The Time column is then per iteration of either thread
       // (wall / 2); the counters are per all-reduce.
-      benchmark::RegisterBenchmark(name.c_str(), benchAllReduce2Bound, total, chunk)->Threads(2)->UseRealTime();
+      benchmark::RegisterBenchmark(name.c_str(), benchAllReduce2Bound, total, chunk, spread)->Threads(2)->UseRealTime();
     }
   }
 }

@@ -388,4 +388,108 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(RedOp::Sum, RedOp::Max)),
     paramName);
 
+// ---- reduceStreamingTo: one reduction, several destinations ----
+// Destinations that share their alignment modulo 64 take the one-pass streaming kernel (where the path
+// vectorises the op); mixed alignments, byte offsets, more than kMaxFanout destinations and a
+// destination that is a source take the reduce-then-copy path. Every destination must hold the
+// reference result and nothing around it may change.
+enum class Fan { SameAlignment, MixedAlignment, ByteOffset, DestinationIsASource };
+
+bool runFanout(const Param& param, int nsrc, int ndst, size_t count, Fan fan, std::mt19937_64& rng) {
+  const auto [isa, type, op] = param;
+  const size_t es = conflux::dataTypeSize(type), bytes = count * es;
+  auto where = [&](const std::string& what) {
+    ADD_FAILURE() << "nsrc=" << nsrc << " ndst=" << ndst << " count=" << count << " case=" << static_cast<int>(fan)
+                  << ": " << what;
+    return false;
+  };
+  // Buffer k starts at a 64-byte boundary plus a per-case shift, inside guard bytes.
+  auto shiftOf = [&](int k) -> size_t {
+    switch (fan) {
+      case Fan::SameAlignment: return 3 * es;
+      case Fan::MixedAlignment: return static_cast<size_t>(k % 3) * es;
+      case Fan::ByteOffset: return 1;
+      case Fan::DestinationIsASource: return 0;
+    }
+    return 0;
+  };
+  const int nbuf = nsrc + ndst;
+  std::vector<std::vector<unsigned char>> store(static_cast<size_t>(nbuf));
+  std::vector<unsigned char*> at(static_cast<size_t>(nbuf));
+  for (int k = 0; k < nbuf; ++k) {
+    store[k].assign(bytes + 3 * kGuard + 64, kGuardByte);
+    const uintptr_t base = reinterpret_cast<uintptr_t>(store[k].data()) + kGuard;
+    at[k] = reinterpret_cast<unsigned char*>((base + 63) / 64 * 64) + shiftOf(k);
+    if (k < nsrc) fillRandom(type, at[k], count, rng);
+  }
+  std::vector<const unsigned char*> srcs(at.begin(), at.begin() + nsrc);
+  std::vector<unsigned char> want(bytes);
+  if (nsrc == 1) {
+    if (bytes) std::memcpy(want.data(), srcs[0], bytes);
+  } else {
+    for (size_t i = 0; i < count; ++i) refElement(type, op, srcs, i, want.data() + i * es);
+  }
+  std::vector<void*> dsts(at.begin() + nsrc, at.end());
+  if (fan == Fan::DestinationIsASource) dsts[static_cast<size_t>(ndst - 1)] = at[static_cast<size_t>(nsrc - 1)];
+  const std::vector<std::vector<unsigned char>> before = store;
+  std::vector<const void*> srcPtrs(srcs.begin(), srcs.end());
+  conflux::cpu::reduceStreamingTo(type, op, dsts.data(), ndst, srcPtrs.data(), nsrc, count);
+  for (int k = 0; k < nbuf; ++k) {
+    const bool isDst = k >= nsrc || (fan == Fan::DestinationIsASource && k == nsrc - 1);
+    const size_t start = static_cast<size_t>(at[k] - store[k].data());
+    for (size_t b = 0; b < store[k].size(); ++b) {
+      const bool inside = b >= start && b < start + bytes;
+      if (inside && isDst) continue;
+      if (store[k][b] != before[k][b]) return where("buffer " + std::to_string(k) + " changed at byte " + std::to_string(b));
+    }
+  }
+  for (int d = 0; d < ndst; ++d) {
+    const auto* got = static_cast<const unsigned char*>(dsts[d]);
+    for (size_t i = 0; i < count; ++i) {
+      if (!sameElement(type, got + i * es, want.data() + i * es)) {
+        return where("destination " + std::to_string(d) + " element " + std::to_string(i) + " differs");
+      }
+    }
+  }
+  return true;
+}
+
+class ReduceFanoutTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(ReduceFanoutTest, EveryDestinationMatchesTheReference) {
+  const auto [isa, type, op] = GetParam();
+  if (!conflux::cpu::isaSupported(isa)) GTEST_SKIP() << conflux::cpu::isaName(isa) << " not supported here";
+  const Isa active = conflux::cpu::activeIsa();
+  ASSERT_TRUE(conflux::cpu::forceIsa(isa));
+  std::mt19937_64 rng(static_cast<uint64_t>(static_cast<int>(type) * 17 + static_cast<int>(op) + 5));
+  bool ok = true;
+  for (int nsrc : {1, 2, 3}) {
+    for (int ndst : {1, 2, 3, conflux::cpu::kMaxFanout + 1}) {
+      for (size_t count : {size_t{0}, size_t{1}, size_t{15}, size_t{17}, size_t{65}, size_t{1000}, size_t{4099}}) {
+        for (Fan fan : {Fan::SameAlignment, Fan::MixedAlignment, Fan::ByteOffset, Fan::DestinationIsASource}) {
+          if (ok) ok = runFanout(GetParam(), nsrc, ndst, count, fan, rng);
+        }
+      }
+    }
+  }
+  conflux::cpu::forceIsa(active);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllPaths, ReduceFanoutTest,
+    ::testing::Combine(::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
+                       ::testing::Values(DataType::Int8, DataType::Uint8, DataType::Int32, DataType::Uint32,
+                                         DataType::Int64, DataType::Uint64, DataType::Float16, DataType::Float32,
+                                         DataType::Float64, DataType::Bfloat16),
+                       ::testing::Values(RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, RedOp::Avg)),
+    paramName);
+
+INSTANTIATE_TEST_SUITE_P(
+    Bitwise, ReduceFanoutTest,
+    ::testing::Combine(::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
+                       ::testing::Values(DataType::Int8, DataType::Uint8, DataType::Int32, DataType::Uint32,
+                                         DataType::Int64, DataType::Uint64),
+                       ::testing::Values(RedOp::Band, RedOp::Bor, RedOp::Bxor)),
+    paramName);
+
 }  // namespace

@@ -222,6 +222,36 @@ TEST(SimNegative, PeerBufferRace) {
   expectError(r, "buffer race");
 }
 
+// ReduceSpread: rank 0 reduces the whole vector of both ranks and writes the finished result (avg:
+// divided) into both recv buffers at once; the simulator runs the finalize inside the op.
+TEST(SimNegative, AcceptsAReduceSpreadIntoEveryRecv) {
+  const SimResult r = run(config(Collective::AllReduce, 2, 3, RedOp::Avg), [](PlanBuilder& b, const PlanParams& p) {
+    b.barrier();
+    b.nextRound();
+    if (p.rank == 0) b.reduceSpread(BufRef::recv(0), {BufRef::peerRecv(1, 0)}, {BufRef::send(0), BufRef::peerSend(1, 0)}, 12);
+    b.nextRound();
+    b.barrier();
+  });
+  EXPECT_TRUE(r.ok) << r.error;
+}
+
+TEST(SimNegative, ReduceSpreadDestinationsThatOverlap) {
+  const SimResult r = run(config(Collective::AllReduce, 1, 3), [](PlanBuilder& b, const PlanParams&) {
+    b.reduceSpread(BufRef::recv(0), {BufRef::recv(4)}, {BufRef::send(0)}, 8);
+  });
+  expectError(r, "conflict within a round");
+}
+
+TEST(SimNegative, ReduceSpreadToAPeerAfterTheLastBarrier) {
+  // Only the extra destination names the peer: the check must look at it too.
+  const SimResult r = run(config(Collective::AllReduce, 2, 3), [](PlanBuilder& b, const PlanParams& p) {
+    b.barrier();
+    b.nextRound();
+    if (p.rank == 0) b.reduceSpread(BufRef::recv(0), {BufRef::peerRecv(1, 0)}, {BufRef::send(0)}, 12);
+  });
+  expectError(r, "after its last Barrier");
+}
+
 TEST(SimNegative, MessageNamingAPeerBuffer) {
   const SimResult r = run(config(Collective::AllReduce, 2, 1), [](PlanBuilder& b, const PlanParams& p) {
     b.barrier();
