@@ -11,7 +11,8 @@
 //   2. Then the local operations of the round (Copy, Reduce, Finalize, ReduceSpread) run, in the order
 //      listed.
 //   3. Operations of one round must not conflict: no two may touch overlapping bytes of the same buffer
-//      when at least one of them writes (RecvReduce's dst may equal its own src exactly).
+//      when at least one of them writes (the dst of a RecvReduce, Reduce or ReduceSpread, and a
+//      ReduceSpread's extra destinations, may equal one of its own sources exactly).
 //   4. Messages between a pair of ranks match in FIFO order per direction; sizes must agree. The
 //      simulator assumes no buffering (a Send completes only once the matching Recv is posted), so a
 //      plan it accepts cannot deadlock on finite channel buffers.

@@ -34,8 +34,8 @@ inline constexpr size_t kStreamThresholdBytes = size_t{1} << 20;
 using StreamCopyFn = void (*)(void* dst, const void* src, size_t bytes);
 
 /// reduceStreamingTo's one-pass form: ndst (1..kMaxFanout) destinations, all at the same address modulo
-/// 64 bytes and a whole number of elements from a 64-byte boundary, nsrc >= 2, non-temporal stores,
-/// ends with a store fence.
+/// 64 bytes and a whole number of elements from a 64-byte boundary, nsrc >= 2, non-temporal stores
+/// (fenced before the plain-store tail).
 using FanoutFn = void (*)(void* const* dsts, int ndst, const void* const* srcs, int nsrc, size_t count);
 
 /// One ISA path: a kernel for every (type, op), the PreMulSum kernel of every type and a streaming copy;

@@ -51,7 +51,8 @@ void divideInPlace(DataType type, void* data, size_t count, int divisor);
 void reduceStreamingTo(DataType type, RedOp op, void* const* dsts, int ndst, const void* const* srcs, int nsrc,
                        size_t count);
 
-/// The most destinations reduceStreamingTo writes in its one pass (more are copied from the first).
+/// The most destinations reduceStreamingTo writes in one pass (with more, every destination after the
+/// first is streamed from it).
 inline constexpr int kMaxFanout = 16;
 
 /// memcpy tuned for large buffers (non-temporal stores above a threshold). Buffers must not overlap.

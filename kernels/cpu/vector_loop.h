@@ -156,9 +156,9 @@ void reduceFanoutVector(void* const* dsts, int ndst, const void* const* srcs, in
       a3 = vectorOp<V, kOp>(a3, V::load(s + 3 * kStep));
     }
     for (int k = 0; k < nsrc; ++k) {
-      // As an integer: the address may lie past the buffer, where pointer arithmetic is undefined.
-      const auto ahead = reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(srcs[k]) + off + kFanoutPrefetchBytes);
-      for (size_t b = 0; b < 4 * kStep; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
+      // As integers: the address may lie past the buffer, where pointer arithmetic is undefined.
+      const uintptr_t ahead = reinterpret_cast<uintptr_t>(srcs[k]) + off + kFanoutPrefetchBytes;
+      for (size_t b = 0; b < 4 * kStep; b += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + b), _MM_HINT_T0);
     }
     for (int k = 0; k < ndst; ++k) {
       auto* d = static_cast<unsigned char*>(dsts[k]) + off;

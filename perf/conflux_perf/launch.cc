@@ -103,9 +103,14 @@ std::unique_ptr<NoisyNeighbours> startNoise(const Options& opts) {
 }
 
 // The child mpirun while the launcher waits for it: the signals that end the launcher end mpirun first.
+// A signal the terminal sent (Ctrl-C, si_code SI_KERNEL) already reached mpirun, which is in the same
+// foreground process group; forwarding it again would make mpirun abort without stopping its ranks
+// in order.
 volatile sig_atomic_t gMpirunPid = 0;
-void forwardToMpirun(int sig) {
-  if (gMpirunPid > 0) kill(gMpirunPid, sig);
+void forwardToMpirun(int sig, siginfo_t* info, void*) {
+  const int savedErrno = errno;
+  if (gMpirunPid > 0 && (info == nullptr || info->si_code != SI_KERNEL)) kill(gMpirunPid, sig);
+  errno = savedErrno;
 }
 
 // A waited-for child's status as a shell reports it (128 + signal when one ended it).
@@ -178,15 +183,23 @@ int reexecUnderMpirun(const Options& opts, int argc, char** argv, const std::str
   }
   gMpirunPid = child;
   struct sigaction forward = {};
-  forward.sa_handler = forwardToMpirun;
+  forward.sa_sigaction = forwardToMpirun;
+  forward.sa_flags = SA_SIGINFO;
   sigemptyset(&forward.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &forward, nullptr);
+  const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction before[3] = {};
+  for (int k = 0; k < 3; ++k) sigaction(forwarded[k], &forward, &before[k]);
   int status = 0;
+  int code = -1;
   while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) return 1;
+    if (errno != EINTR) {
+      code = 1;
+      break;
+    }
   }
   gMpirunPid = 0;
-  return exitCodeOf(status);
+  for (int k = 0; k < 3; ++k) sigaction(forwarded[k], &before[k], nullptr);
+  return code >= 0 ? code : exitCodeOf(status);
 }
 
 // No --ranks, MPI backend in use: MPI_COMM_WORLD.
@@ -267,7 +280,8 @@ namespace {
 // Waits for the ranks, and only them: the launcher's other children (--noise) are left to their owner, so
 // their pids cannot be reaped here and reused before it stops them. Once a rank fails, the others get a
 // grace period to notice, then are killed. Blocks on the ranks' pidfds (readable when a process exits);
-// where pidfd_open is unavailable it polls every 5 ms. Returns the worst exit code (1 for a signal).
+// where pidfd_open is unavailable it polls every 5 ms. Returns the worst exit code (128 + N for a
+// rank that signal N ended; a failure outranks 77, nothing measured, which outranks 0).
 int waitForRanks(std::vector<pid_t> pids) {
   std::vector<int> fds;
   for (pid_t p : pids) {
@@ -297,9 +311,10 @@ int waitForRanks(std::vector<pid_t> pids) {
         ++i;
         continue;
       }
-      const int code = done < 0 ? 1 : (WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+      const int code = done < 0 ? 1 : exitCodeOf(status);
       if (code != 0 && worst == 0) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-      worst = std::max(worst, code);
+      if (worst == 0 || (worst == kExitSkipped && code != 0)) worst = code;
+      else if (code != 0 && code != kExitSkipped) worst = std::max(worst, code);
       pids.erase(pids.begin() + static_cast<std::ptrdiff_t>(i));
       if (pidfds) {
         close(fds[i]);

@@ -64,6 +64,19 @@ TEST(ExecutorOverFakeLocalGroup, EveryPlanOnOneNodeWithShortWritesAndStalls) {
   EXPECT_GE(runs, 80) << "every plan algorithm ran";
 }
 
+// A direct all-reduce past the streaming threshold (1 MiB, out of place): every piece is streamed to all
+// ranks' recv buffers in one pass, including uneven slices (the count is not a multiple of the ranks).
+TEST(ExecutorOverFakeLocalGroup, DirectAllReduceStreamsLargePiecesToEveryRank) {
+  for (int n : {2, 3}) {
+    const uint64_t count = (uint64_t{3} << 20) / 4 + 5;
+    const std::vector<int> nodeOf(size_t(n), 0);
+    Cluster cluster(shape(nodeOf, 11));
+    checkCollective(cluster, Algo::Direct, Collective::AllReduce, count,
+                    describe(Algo::Direct, Collective::AllReduce, nodeOf, count, 11));
+    if (HasFatalFailure()) return;
+  }
+}
+
 TEST(ExecutorOverFakeLocalGroup, PlansAcrossNodesMixLocalStreamsAndMessages) {
   const std::vector<std::vector<int>> layouts = {{0, 0, 1, 1}, {0, 0, 1, 1, 2, 2}, {0, 1, 1}, {0, 1, 0, 1}};
   int runs = 0, hierRuns = 0;

@@ -390,8 +390,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- reduceStreamingTo: one reduction, several destinations ----
 // Destinations that share their alignment modulo 64 take the one-pass streaming kernel (where the path
-// vectorises the op); mixed alignments, byte offsets, more than kMaxFanout destinations and a
-// destination that is a source take the reduce-then-copy path. Every destination must hold the
+// vectorises the op), a destination that is a source too; mixed alignments, byte offsets and more than
+// kMaxFanout destinations take the reduce-then-copy path. Every destination must hold the
 // reference result and nothing around it may change.
 enum class Fan { SameAlignment, MixedAlignment, ByteOffset, DestinationIsASource };
 
@@ -409,7 +409,7 @@ bool runFanout(const Param& param, int nsrc, int ndst, size_t count, Fan fan, st
       case Fan::SameAlignment: return 3 * es;
       case Fan::MixedAlignment: return static_cast<size_t>(k % 3) * es;
       case Fan::ByteOffset: return 1;
-      case Fan::DestinationIsASource: return 0;
+      case Fan::DestinationIsASource: return 2 * es;  // a head before the first aligned line
     }
     return 0;
   };
@@ -464,7 +464,7 @@ TEST_P(ReduceFanoutTest, EveryDestinationMatchesTheReference) {
   std::mt19937_64 rng(static_cast<uint64_t>(static_cast<int>(type) * 17 + static_cast<int>(op) + 5));
   bool ok = true;
   for (int nsrc : {1, 2, 3}) {
-    for (int ndst : {1, 2, 3, conflux::cpu::kMaxFanout + 1}) {
+    for (int ndst : {1, 2, 3, conflux::cpu::kMaxFanout, conflux::cpu::kMaxFanout + 1}) {
       for (size_t count : {size_t{0}, size_t{1}, size_t{15}, size_t{17}, size_t{65}, size_t{1000}, size_t{4099}}) {
         for (Fan fan : {Fan::SameAlignment, Fan::MixedAlignment, Fan::ByteOffset, Fan::DestinationIsASource}) {
           if (ok) ok = runFanout(GetParam(), nsrc, ndst, count, fan, rng);
