@@ -64,11 +64,11 @@ TEST(ExecutorOverFakeLocalGroup, EveryPlanOnOneNodeWithShortWritesAndStalls) {
   EXPECT_GE(runs, 80) << "every plan algorithm ran";
 }
 
-// A direct all-reduce past the streaming threshold (1 MiB, out of place): every piece is streamed to all
+// A direct all-reduce past the streaming threshold (8 MiB, out of place): every piece is streamed to all
 // ranks' recv buffers in one pass, including uneven slices (the count is not a multiple of the ranks).
 TEST(ExecutorOverFakeLocalGroup, DirectAllReduceStreamsLargePiecesToEveryRank) {
   for (int n : {2, 3}) {
-    const uint64_t count = (uint64_t{3} << 20) / 4 + 5;
+    const uint64_t count = (uint64_t{9} << 20) / 4 + 5;
     const std::vector<int> nodeOf(size_t(n), 0);
     Cluster cluster(shape(nodeOf, 11));
     checkCollective(cluster, Algo::Direct, Collective::AllReduce, count,
