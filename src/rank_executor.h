@@ -24,11 +24,6 @@ constexpr uint64_t kStreamMessageBytes = uint64_t{8} << 20;
 // non-temporal stores: those lines are cold here, and streaming skips reading them in. In place, the
 // lines were just read from the same buffer, so ordinary stores are cheaper.
 constexpr uint64_t kStreamToPeerBytes = uint64_t{1} << 20;
-// Out-of-place calls at least this large write a ReduceSpread's result to all its destinations (this
-// rank's receive buffer too) in one streaming pass. Below it the result may still be in cache when the
-// caller reads it, and streaming this rank's own copy out measured slower when it was (2 ranks, -R 1,
-// the same 4 MiB call repeated: 13.5 GB/s streamed against 17.2), so there only peers are streamed.
-constexpr uint64_t kSpreadStreamBytes = kStreamMessageBytes;
 
 class RankExecutor {
  public:
@@ -40,8 +35,7 @@ class RankExecutor {
         states_(work.states), sendBusy_(work.sendBusy), recvBusy_(work.recvBusy),
         peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs), work_(work),
         streamToRecv_(call.count * eltSize_ >= kStreamMessageBytes),
-        streamToPeers_(bufs.send != bufs.recv && call.count * eltSize_ >= kStreamToPeerBytes),
-        spreadStreams_(bufs.send != bufs.recv && call.count * eltSize_ >= kSpreadStreamBytes) {
+        streamToPeers_(bufs.send != bufs.recv && call.count * eltSize_ >= kStreamToPeerBytes) {
     sendBusy_.assign(env.nranks, 0);
     recvBusy_.assign(env.nranks, 0);
     peerChecked_.assign(env.nranks, 0);
@@ -159,7 +153,6 @@ class RankExecutor {
   ExecWorkspace& work_;
   const bool streamToRecv_;
   const bool streamToPeers_;
-  const bool spreadStreams_;
   size_t round_ = 0;
   int netPending_ = 0;       // inter-node operations of this round not yet complete
   bool localPending_ = false;  // operations with local-group members of this round not yet complete (last progressComm)

@@ -49,6 +49,34 @@ CFX_INLINE typename V::R vectorOp(typename V::R a, typename V::R b) {
   else return V::bxor(a, b);
 }
 
+/// One step of the vector loops: the 4 registers at byte `off` of every source, combined in source
+/// order (each register loaded from every source before anything is stored).
+template <class V, RedOp kOp>
+CFX_INLINE void reduceFour(const void* const* srcs, int nsrc, size_t off, typename V::R& a0, typename V::R& a1,
+                           typename V::R& a2, typename V::R& a3) {
+  constexpr size_t kStep = V::kWidth * sizeof(typename V::T);  // bytes per register
+  const auto* s0 = static_cast<const unsigned char*>(srcs[0]) + off;
+  a0 = V::load(s0);
+  a1 = V::load(s0 + kStep);
+  a2 = V::load(s0 + 2 * kStep);
+  a3 = V::load(s0 + 3 * kStep);
+  for (int k = 1; k < nsrc; ++k) {
+    const auto* s = static_cast<const unsigned char*>(srcs[k]) + off;
+    a0 = vectorOp<V, kOp>(a0, V::load(s));
+    a1 = vectorOp<V, kOp>(a1, V::load(s + kStep));
+    a2 = vectorOp<V, kOp>(a2, V::load(s + 2 * kStep));
+    a3 = vectorOp<V, kOp>(a3, V::load(s + 3 * kStep));
+  }
+}
+
+/// The single-register step of the vector loops' tails.
+template <class V, RedOp kOp>
+CFX_INLINE typename V::R reduceOne(const void* const* srcs, int nsrc, size_t off) {
+  typename V::R a = V::load(static_cast<const unsigned char*>(srcs[0]) + off);
+  for (int k = 1; k < nsrc; ++k) a = vectorOp<V, kOp>(a, V::load(static_cast<const unsigned char*>(srcs[k]) + off));
+  return a;
+}
+
 /// Full registers from element i while at least kWidth remain: 4 registers per source per step,
 /// then single registers. Every register is loaded from every source before it is stored, so dst
 /// may alias a source exactly. kStream: non-temporal stores (dst + i aligned to 64 bytes).
@@ -58,20 +86,10 @@ size_t reduceBody(unsigned char* d, const void* const* srcs, int nsrc, size_t i,
   using R = typename V::R;
   constexpr size_t kW = V::kWidth;
   constexpr size_t kStep = kW * sizeof(T);  // bytes per register
-  const auto* s0 = static_cast<const unsigned char*>(srcs[0]);
   for (; i + 4 * kW <= count; i += 4 * kW) {
     const size_t off = i * sizeof(T);
-    R a0 = V::load(s0 + off);
-    R a1 = V::load(s0 + off + kStep);
-    R a2 = V::load(s0 + off + 2 * kStep);
-    R a3 = V::load(s0 + off + 3 * kStep);
-    for (int k = 1; k < nsrc; ++k) {
-      const auto* s = static_cast<const unsigned char*>(srcs[k]) + off;
-      a0 = vectorOp<V, kOp>(a0, V::load(s));
-      a1 = vectorOp<V, kOp>(a1, V::load(s + kStep));
-      a2 = vectorOp<V, kOp>(a2, V::load(s + 2 * kStep));
-      a3 = vectorOp<V, kOp>(a3, V::load(s + 3 * kStep));
-    }
+    R a0, a1, a2, a3;
+    reduceFour<V, kOp>(srcs, nsrc, off, a0, a1, a2, a3);
     V::template store<kStream>(d + off, a0);
     V::template store<kStream>(d + off + kStep, a1);
     V::template store<kStream>(d + off + 2 * kStep, a2);
@@ -79,8 +97,7 @@ size_t reduceBody(unsigned char* d, const void* const* srcs, int nsrc, size_t i,
   }
   for (; i + kW <= count; i += kW) {
     const size_t off = i * sizeof(T);
-    R a = V::load(s0 + off);
-    for (int k = 1; k < nsrc; ++k) a = vectorOp<V, kOp>(a, V::load(static_cast<const unsigned char*>(srcs[k]) + off));
+    const R a = reduceOne<V, kOp>(srcs, nsrc, off);
     V::template store<kStream>(d + off, a);
   }
   return i;
@@ -113,9 +130,6 @@ void reduceVector(void* dst, const void* const* srcs, int nsrc, size_t count) {
   if (i < count) reduceRange<T, kOp>(dst, srcs, nsrc, i, count);
 }
 
-/// The fan-out kernel (FanoutFn): each register, once reduced, is streamed to every destination, so
-/// the sources are read once and no destination line is read for ownership. The unaligned head and
-/// the tail go through the portable loop into dsts[0] and are copied to the others.
 /// How far ahead of the loads the fan-out kernel prefetches its sources. The hardware prefetchers stop
 /// at 4 KiB page boundaries, and the buffers a direct all-reduce reads are shared mappings of small
 /// pages; 1 KiB ahead measured best end to end (2-rank -R 1 all-reduce of 256 MiB, out of place,
@@ -123,6 +137,9 @@ void reduceVector(void* dst, const void* const* srcs, int nsrc, size_t count) {
 /// of a buffer are harmless (a prefetch never faults).
 inline constexpr size_t kFanoutPrefetchBytes = 1024;
 
+/// The fan-out kernel (FanoutFn): each register, once reduced, is streamed to every destination, so
+/// the sources are read once and no destination line is read for ownership. The unaligned head and
+/// the tail go through the portable loop into dsts[0] and are copied to the others.
 template <class V, RedOp kOp>
 void reduceFanoutVector(void* const* dsts, int ndst, const void* const* srcs, int nsrc, size_t count) {
   using T = typename V::T;
@@ -140,21 +157,11 @@ void reduceFanoutVector(void* const* dsts, int ndst, const void* const* srcs, in
     }
   };
   copyOut(0, head);
-  const auto* s0 = static_cast<const unsigned char*>(srcs[0]);
   size_t i = head;
   for (; i + 4 * kW <= count; i += 4 * kW) {
     const size_t off = i * sizeof(T);
-    R a0 = V::load(s0 + off);
-    R a1 = V::load(s0 + off + kStep);
-    R a2 = V::load(s0 + off + 2 * kStep);
-    R a3 = V::load(s0 + off + 3 * kStep);
-    for (int k = 1; k < nsrc; ++k) {
-      const auto* s = static_cast<const unsigned char*>(srcs[k]) + off;
-      a0 = vectorOp<V, kOp>(a0, V::load(s));
-      a1 = vectorOp<V, kOp>(a1, V::load(s + kStep));
-      a2 = vectorOp<V, kOp>(a2, V::load(s + 2 * kStep));
-      a3 = vectorOp<V, kOp>(a3, V::load(s + 3 * kStep));
-    }
+    R a0, a1, a2, a3;
+    reduceFour<V, kOp>(srcs, nsrc, off, a0, a1, a2, a3);
     for (int k = 0; k < nsrc; ++k) {
       // As integers: the address may lie past the buffer, where pointer arithmetic is undefined.
       const uintptr_t ahead = reinterpret_cast<uintptr_t>(srcs[k]) + off + kFanoutPrefetchBytes;
@@ -170,8 +177,7 @@ void reduceFanoutVector(void* const* dsts, int ndst, const void* const* srcs, in
   }
   for (; i + kW <= count; i += kW) {
     const size_t off = i * sizeof(T);
-    R a = V::load(s0 + off);
-    for (int k = 1; k < nsrc; ++k) a = vectorOp<V, kOp>(a, V::load(static_cast<const unsigned char*>(srcs[k]) + off));
+    const R a = reduceOne<V, kOp>(srcs, nsrc, off);
     for (int k = 0; k < ndst; ++k) V::template store<true>(static_cast<unsigned char*>(dsts[k]) + off, a);
   }
   _mm_sfence();  // order the streamed stores before whatever the caller does next

@@ -244,6 +244,20 @@ TEST_P(ReduceKernelTest, MatchesReference) {
         if (!runCase(GetParam(), nsrc, count, layout, rng)) return;
 }
 
+// The parameter lists the suites combine.
+auto everyPath() { return ::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512); }
+auto everyType() {
+  return ::testing::Values(DataType::Int8, DataType::Uint8, DataType::Int32, DataType::Uint32, DataType::Int64,
+                           DataType::Uint64, DataType::Float16, DataType::Float32, DataType::Float64,
+                           DataType::Bfloat16);
+}
+auto integerTypes() {
+  return ::testing::Values(DataType::Int8, DataType::Uint8, DataType::Int32, DataType::Uint32, DataType::Int64,
+                           DataType::Uint64);
+}
+auto arithmeticOps() { return ::testing::Values(RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, RedOp::Avg); }
+auto bitwiseOps() { return ::testing::Values(RedOp::Band, RedOp::Bor, RedOp::Bxor); }
+
 std::string paramName(const ::testing::TestParamInfo<Param>& info) {
   const auto [isa, type, op] = info.param;
   return std::string(conflux::cpu::isaName(isa)) + "_" + std::string(conflux::dataTypeName(type)) + "_" +
@@ -252,20 +266,13 @@ std::string paramName(const ::testing::TestParamInfo<Param>& info) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllPaths, ReduceKernelTest,
-    ::testing::Combine(::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
-                       ::testing::Values(DataType::Int8, DataType::Uint8, DataType::Int32, DataType::Uint32,
-                                         DataType::Int64, DataType::Uint64, DataType::Float16, DataType::Float32,
-                                         DataType::Float64, DataType::Bfloat16),
-                       ::testing::Values(RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, RedOp::Avg)),
+    ::testing::Combine(everyPath(), everyType(), arithmeticOps()),
     paramName);
 
 // The bitwise ops, on the integer types only.
 INSTANTIATE_TEST_SUITE_P(
     Bitwise, ReduceKernelTest,
-    ::testing::Combine(::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
-                       ::testing::Values(DataType::Int8, DataType::Uint8, DataType::Int32, DataType::Uint32,
-                                         DataType::Int64, DataType::Uint64),
-                       ::testing::Values(RedOp::Band, RedOp::Bor, RedOp::Bxor)),
+    ::testing::Combine(everyPath(), integerTypes(), bitwiseOps()),
     paramName);
 
 TEST(ReduceKernelBitwise, NoKernelForFloatingTypes) {
@@ -360,10 +367,7 @@ TEST_P(PremulKernelTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllPaths, PremulKernelTest,
-    ::testing::Combine(::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
-                       ::testing::Values(DataType::Int8, DataType::Uint8, DataType::Int32, DataType::Uint32,
-                                         DataType::Int64, DataType::Uint64, DataType::Float16, DataType::Float32,
-                                         DataType::Float64, DataType::Bfloat16)),
+    ::testing::Combine(everyPath(), everyType()),
     premulName);
 
 // Results of at least 1 MiB, out of place, take the non-temporal store path (with a scalar head
@@ -382,7 +386,7 @@ TEST_P(ReduceKernelLargeTest, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllPaths, ReduceKernelLargeTest,
-    ::testing::Combine(::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
+    ::testing::Combine(everyPath(),
                        ::testing::Values(DataType::Int8, DataType::Uint32, DataType::Int64, DataType::Float16,
                                          DataType::Float32, DataType::Float64, DataType::Bfloat16),
                        ::testing::Values(RedOp::Sum, RedOp::Max)),
@@ -477,19 +481,12 @@ TEST_P(ReduceFanoutTest, EveryDestinationMatchesTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllPaths, ReduceFanoutTest,
-    ::testing::Combine(::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
-                       ::testing::Values(DataType::Int8, DataType::Uint8, DataType::Int32, DataType::Uint32,
-                                         DataType::Int64, DataType::Uint64, DataType::Float16, DataType::Float32,
-                                         DataType::Float64, DataType::Bfloat16),
-                       ::testing::Values(RedOp::Sum, RedOp::Prod, RedOp::Max, RedOp::Min, RedOp::Avg)),
+    ::testing::Combine(everyPath(), everyType(), arithmeticOps()),
     paramName);
 
 INSTANTIATE_TEST_SUITE_P(
     Bitwise, ReduceFanoutTest,
-    ::testing::Combine(::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
-                       ::testing::Values(DataType::Int8, DataType::Uint8, DataType::Int32, DataType::Uint32,
-                                         DataType::Int64, DataType::Uint64),
-                       ::testing::Values(RedOp::Band, RedOp::Bor, RedOp::Bxor)),
+    ::testing::Combine(everyPath(), integerTypes(), bitwiseOps()),
     paramName);
 
 }  // namespace
