@@ -121,7 +121,7 @@ struct Hier {
           b.reduce(map(op.dst), srcs, op.bytes);
           break;
         }
-        case OpKind::ReduceSpread:  // only the direct plans spread, and they name peers' buffers
+        case OpKind::ReduceSpread:  // only the direct and two-shot plans spread: peers' buffers, staging
           throw Error(Code::InternalError, "hierarchical: the inner plan " + plan.algorithm + " spreads a reduction");
         case OpKind::Finalize: break;  // phase F divides the whole segment once
         case OpKind::Barrier: throw Error(Code::InternalError, "hierarchical: the inner plan has a barrier");

@@ -5,16 +5,18 @@
 // Rank r owns slice r. Staging chunk k copies only the slices the peers reduce (all but slice r): rank
 // r reads its own slice straight from send. Per chunk k:
 //   A_k: Barrier (everybody staged chunk k); rank r reduces slice r of its send and of the n - 1 peers'
-//        staged chunks into slice r of its recv; it also stages chunk k + 1 into the other half, whose
-//        previous reads (chunk k - 1's copy-out) happened before this Barrier.
-//   F_k: Finalize of its slice, in place in recv.
-//   G_k: copy of the finished slice into slice r of its own staging (which stage() left untouched).
-//   B_k: Barrier (every slice is reduced, finalized and published); every rank copies every other
-//        slice of chunk k from its owner's staging into recv.
-// Round 0 stages chunk 0. Staging half h is rewritten (stage(k + 2) in A_{k+1}) only after the
-// Barrier that follows every peer's copy-out of chunk k (B_k); slice r of a rank's staging is written
-// only in G_k (peers read their own slices in A_k and slice r after B_k), so no bytes are shared within
-// an epoch.
+//        staged chunks (finished: divided for avg) into slice r of its own staging, which stage() left
+//        untouched and no peer reads before B_k, and into slice r of its recv (one ReduceSpread: the
+//        executor reduces into staging, then copies to recv from cache, streaming when recv is cold);
+//        it also stages chunk k + 1 into the other half, whose previous reads (chunk k - 1's copy-out)
+//        happened before this Barrier.
+//   B_k: Barrier (every slice is reduced and published); every rank copies every other slice of chunk
+//        k from its owner's staging into recv.
+// So the reduction writes staging, which stays in cache, and recv is written only by copies out of it.
+// Round 0 stages chunk 0. Staging half h is rewritten (stage(k + 2) and the reduction of chunk k + 2,
+// both in A_{k+2}) only after the Barrier that follows every peer's copy-out of chunk k (B_k); slice r
+// of a rank's staging is written only in A_k and read by peers only after B_k, and peers read their
+// own slices in A_k, so no bytes are shared within a round.
 // Reduce-scatter and all-gather use the one-shot schedules (one_shot.cc) under the name "twoshot".
 #include <string>
 #include <vector>
@@ -51,19 +53,15 @@ void allReduce(PlanBuilder& b, const PlanParams& p) {
     const Piece pc = piece(p.count, ce, static_cast<int64_t>(k));
     const Blocks slices{pc.n, static_cast<uint64_t>(n)};
     const uint64_t mineOff = slices.off(r) * e, mineBytes = slices.len(r) * e;
-    const BufRef mineOut = BufRef::recv(pc.first * e + mineOff);
+    const BufRef mine = at(halfOf(-1, k), mineOff), mineOut = BufRef::recv(pc.first * e + mineOff);
     b.nextRound();  // A_k
     b.barrier();
     std::vector<BufRef> srcs{BufRef::send(pc.first * e + mineOff)};
     for (int q = 0; q < n; ++q) {
       if (q != r) srcs.push_back(at(halfOf(q, k), mineOff));
     }
-    b.reduce(mineOut, srcs, mineBytes);
+    b.reduceSpread(mine, {mineOut}, srcs, mineBytes);
     if (k + 1 < chunks) stage(k + 1);
-    b.nextRound();  // F_k
-    b.finalize(mineOut, mineBytes);
-    b.nextRound();  // G_k: publish the reduced slice where the peers can read it
-    b.copy(at(halfOf(-1, k), mineOff), mineOut, mineBytes);
     b.nextRound();  // B_k
     b.barrier();
     for (int q = 0; q < n; ++q) {

@@ -161,6 +161,11 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     eager_[c] = EagerLimit{limit.has_value() && numNodes_ == 1, limit.value_or(0)};
   }
   planCacheSize_ = static_cast<size_t>(std::max<int64_t>(0, config::getInt(config::Var::PLAN_CACHE)));
+  // Every rank on this machine competes for the last-level cache: each counts on its share.
+  const int64_t cacheWanted = config::getInt(config::Var::CACHE_BYTES);
+  uint64_t cacheBytes = cacheWanted > 0 ? static_cast<uint64_t>(cacheWanted) : lastLevelCacheBytes();
+  if (cacheBytes == 0) cacheBytes = uint64_t{8} << 20;
+  recent_.setBudget(cacheBytes / static_cast<uint64_t>(std::max({1, localSize_, ranksOnMachine_})));
   shape_ = CommShape{nranks_, numNodes_, numNodes_ == 1};
   shape_.ranksPerNode = nodeLayout_->uniform() ? static_cast<int>(nodeLayout_->nodes.front().size()) : 0;
   for (const auto& node : nodeLayout_->nodes) shape_.maxRanksPerNode = std::max(shape_.maxRanksPerNode, static_cast<int>(node.size()));

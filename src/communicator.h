@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/types.h"
 #include "src/direct_call.h"
+#include "src/recent_buffers.h"
 #include "transport/shm/shm_world.h"
 
 namespace conflux {
@@ -196,6 +197,7 @@ class CommunicatorImpl {
   uint64_t chunkBytes_ = kPipelineChunkBytes;
   std::vector<std::byte> scratch_;
   ExecWorkspace work_;
+  RecentBuffers recent_;  // host buffers of recent calls: is a receive buffer still in cache?
 
   std::list<CachedPlan> planCache_;  // most recently used first
   CachedPlan uncached_;              // the last plan when the cache is disabled

@@ -150,7 +150,11 @@ Status CommunicatorImpl::runLocked(const CallArgs& a) {
   bufs.send = static_cast<const std::byte*>(a.send);
   bufs.recv = static_cast<std::byte*>(a.recv);
   bufs.scratch = scratch_.data();
-  return execute(*plan, bufs, execCallOf(a, &scalar));
+  ExecCall call = execCallOf(a, &scalar);
+  call.recvCold = a.send != a.recv && !recent_.warm(a.recv, sizes.recv);
+  recent_.touch(a.send, sizes.send);
+  recent_.touch(a.recv, sizes.recv);
+  return execute(*plan, bufs, call);
 }
 
 Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& sizes, ExecBuffers& bufs, bool& direct) {

@@ -247,14 +247,16 @@ void RankExecutor::runLocal(const Op& op) {
         combine(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), count, mask);
         break;
       }
-      // ReduceSpread. Out of place and large enough that this rank's own recv is streamed too
-      // (kStreamMessageBytes), every destination is cold: one pass over the sources streams the result
-      // to all of them. (Below that the result may still be in cache when the caller reads it: a
+      // ReduceSpread. When every destination is a receive buffer (the direct plans) and the call streams
+      // to this rank's own recv and to peers' (out of place, and large or cold: see streamToRecv_),
+      // every destination is cold: one pass over the sources streams the result to all of them. (A warm
       // repeated 4 MiB call, 2 ranks -R 1, ran at 13.5 GB/s with its own copy streamed, 17.2 without.)
-      // Otherwise (in place a destination may be a source; avg divides; PreMulSum scales): reduce into
-      // dst, finish it there, copy it out while it is in cache.
+      // Otherwise (a destination in staging, which a peer reads next, from cache; in place a destination
+      // may be a source; avg divides; PreMulSum scales): reduce into dst, finish it there, copy it out
+      // while it is in cache.
       const uint32_t ndst = 1 + op.nextra;
-      if (streamToRecv_ && streamToPeers_ && mask == 0 && call_.op != RedOp::Avg && ndst <= cpu::kMaxFanout) {
+      if (streamToRecv_ && streamToPeers_ && op.dst.kind == BufKind::Recv && mask == 0 && call_.op != RedOp::Avg &&
+          ndst <= cpu::kMaxFanout) {
         void* dsts[cpu::kMaxFanout];
         dsts[0] = dst;
         for (uint32_t k = 0; k < op.nextra; ++k) dsts[1 + k] = resolve(plan_.extraDst(op, k));

@@ -63,6 +63,9 @@ struct ExecCall {
   /// buffer multiplies by it (Copy, Reduce and RecvReduce sources, Send messages), so the plan itself is a
   /// plain sum. Plans of peers' buffers (BufRef::peerSend) are not run for PreMulSum.
   const void* scalar = nullptr;
+  /// Out of place, the receive buffer is likely not in cache (RecentBuffers): copies into it of calls
+  /// from kColdStreamBytes stream (non-temporal stores), as those of calls from kStreamMessageBytes do.
+  bool recvCold = false;
 };
 
 /// How this rank reaches one rank of the communicator, set once per communicator from the per-peer

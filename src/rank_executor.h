@@ -20,6 +20,9 @@ using OpState = ExecWorkspace::OpState;
 
 // Messages at least this large are copied into the caller's receive buffer with non-temporal stores.
 constexpr uint64_t kStreamMessageBytes = uint64_t{8} << 20;
+// Out-of-place messages at least this large whose receive buffer is cold (ExecCall::recvCold) are
+// copied into it with non-temporal stores too. Below this a call is mostly latency.
+constexpr uint64_t kColdStreamBytes = uint64_t{256} << 10;
 // Out-of-place messages at least this large are written into peers' buffers (direct plans) with
 // non-temporal stores: those lines are cold here, and streaming skips reading them in. In place, the
 // lines were just read from the same buffer, so ordinary stores are cheaper.
@@ -34,7 +37,8 @@ class RankExecutor {
         premul_(call.op == RedOp::PreMulSum ? cpu::premulSumFunction(call.dtype) : nullptr),
         states_(work.states), sendBusy_(work.sendBusy), recvBusy_(work.recvBusy),
         peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs), work_(work),
-        streamToRecv_(call.count * eltSize_ >= kStreamMessageBytes),
+        streamToRecv_(call.count * eltSize_ >= kStreamMessageBytes ||
+                      (call.recvCold && call.count * eltSize_ >= kColdStreamBytes)),
         streamToPeers_(bufs.send != bufs.recv && call.count * eltSize_ >= kStreamToPeerBytes) {
     sendBusy_.assign(env.nranks, 0);
     recvBusy_.assign(env.nranks, 0);
@@ -62,9 +66,10 @@ class RankExecutor {
     if (scaledMask != 0) premul_(dst, srcs, nsrc, count, scaledMask, call_.scalar);
     else reduce_(dst, srcs, nsrc, count);
   }
-  /// A local copy to `ref` (resolved: dst). Pieces of a message far larger than the caches go to the
-  /// caller's buffer with non-temporal stores: the lines would be evicted before anyone reads them,
-  /// and streaming skips the reads that ordinary stores cause (read-for-ownership).
+  /// A local copy to `ref` (resolved: dst). Pieces of a message far larger than the caches, or of one
+  /// whose receive buffer is cold (ExecCall::recvCold), go to the caller's buffer with non-temporal
+  /// stores: the lines are not in cache (or would be evicted before anyone reads them), and streaming
+  /// skips the reads that ordinary stores cause (read-for-ownership).
   void copyOut(const BufRef& ref, std::byte* dst, const std::byte* src, uint64_t bytes) const {
     if (src == dst) return;
     const bool stream = (ref.kind == BufKind::Recv && streamToRecv_) || (isPeer(ref) && streamToPeers_);

@@ -23,6 +23,11 @@ conflux_add_test(test_cost_model
   LABELS unit)
 # The executor in one process, threads as ranks (executor_cluster.h): over the fake message transport
 # (fake_transport.h), and over the fake local group (fake_local_group.h) within and across nodes.
+# Which receive buffers the communicator treats as still in cache (src/recent_buffers.h).
+conflux_add_test(test_recent_buffers
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_recent_buffers.cc
+  LIBS conflux_runtime
+  LABELS unit)
 conflux_add_test(test_executor_fake
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_executor_fake.cc
   LIBS conflux_runtime

@@ -168,7 +168,9 @@ inline Status ringAllReduce(Cluster& cluster, int r, RankEnv& rank, uint64_t cou
 
 /// Runs `algo`'s plans for `c` on every rank of `cluster` as the communicator's first collective (with
 /// every rank's buffers mapped by every other, as the direct plans need) and checks every output.
-inline void checkCollective(Cluster& cluster, Algo algo, Collective c, uint64_t count, const std::string& what) {
+/// recvCold: the call says its receive buffers are cold (ExecCall::recvCold), so copies into them stream.
+inline void checkCollective(Cluster& cluster, Algo algo, Collective c, uint64_t count, const std::string& what,
+                            bool recvCold = false) {
   const int n = cluster.nranks();
   const size_t ranks = static_cast<size_t>(n);
   std::vector<std::vector<float>> sends(ranks), recvs(ranks);
@@ -197,6 +199,7 @@ inline void checkCollective(Cluster& cluster, Algo algo, Collective c, uint64_t 
     call.count = count;
     call.root = n - 1;
     call.seq = 1;
+    call.recvCold = recvCold;
     return execute(plan, bufs, call, rank.env, rank.work);
   });
   for (int r = 0; r < n; ++r) {

@@ -77,6 +77,21 @@ TEST(ExecutorOverFakeLocalGroup, DirectAllReduceStreamsLargePiecesToEveryRank) {
   }
 }
 
+// Cold receive buffers (ExecCall::recvCold) from 256 KiB: the plans that write recv by copies stream
+// them (two-shot copies every byte of recv out of staging), with odd counts so tails are uneven.
+TEST(ExecutorOverFakeLocalGroup, ColdReceiveBuffersGetEveryByteThroughStreamingCopies) {
+  for (Algo a : {Algo::TwoShot, Algo::OneShot, Algo::Direct, Algo::Ring}) {
+    for (int n : {2, 3}) {
+      const uint64_t count = (uint64_t{256} << 10) / 4 + 7;
+      const std::vector<int> nodeOf(size_t(n), 0);
+      Cluster cluster(shape(nodeOf, 13));
+      checkCollective(cluster, a, Collective::AllReduce, count, describe(a, Collective::AllReduce, nodeOf, count, 13),
+                      /*recvCold=*/true);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST(ExecutorOverFakeLocalGroup, PlansAcrossNodesMixLocalStreamsAndMessages) {
   const std::vector<std::vector<int>> layouts = {{0, 0, 1, 1}, {0, 0, 1, 1, 2, 2}, {0, 1, 1}, {0, 1, 0, 1}};
   int runs = 0, hierRuns = 0;

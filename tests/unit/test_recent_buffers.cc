@@ -1,0 +1,92 @@
+// RecentBuffers (src/recent_buffers.h): which receive buffers count as still in cache.
+//   - never touched: cold; touched by the last call: warm;
+//   - a sweep's shifted buffers (each call one size further along the allocation): cold;
+//   - a buffer touched before more than the budget's worth of other buffers: cold; within it: warm;
+//   - half or more of the range covered: warm; less: cold;
+//   - only the newest 16 ranges are kept;
+//   - lastLevelCacheBytes reads a plausible size where sysfs describes the caches.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+
+#include "src/recent_buffers.h"
+
+namespace {
+
+using conflux::RecentBuffers;
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+const void* at(uint64_t offset) { return reinterpret_cast<const void*>(uintptr_t{1} << 40 | offset); }
+
+TEST(RecentBuffers, NeverTouchedIsColdAndTheLastCallsBuffersAreWarm) {
+  RecentBuffers recent(16 * kMiB);
+  EXPECT_FALSE(recent.warm(at(0), kMiB));
+  recent.touch(at(0), kMiB);
+  recent.touch(at(8 * kMiB), kMiB);
+  EXPECT_TRUE(recent.warm(at(0), kMiB));
+  EXPECT_TRUE(recent.warm(at(8 * kMiB), kMiB));
+  EXPECT_TRUE(recent.warm(at(0), 0)) << "nothing to write is never cold";
+}
+
+TEST(RecentBuffers, ASweepsShiftedBuffersAreColdAndARepeatedOneIsWarm) {
+  RecentBuffers recent(16 * kMiB);
+  const uint64_t send = 0, recv = 256 * kMiB;
+  for (uint64_t i = 0; i < 40; ++i) {
+    const uint64_t shift = i * kMiB;
+    if (i > 0) {
+      EXPECT_FALSE(recent.warm(at(recv + shift), kMiB)) << "call " << i;
+    }
+    recent.touch(at(send + shift), kMiB);
+    recent.touch(at(recv + shift), kMiB);
+  }
+  for (int i = 0; i < 5; ++i) {
+    recent.touch(at(send), 4 * kMiB);
+    recent.touch(at(recv), 4 * kMiB);
+    EXPECT_TRUE(recent.warm(at(recv), 4 * kMiB)) << "repeat " << i;
+  }
+}
+
+TEST(RecentBuffers, TheBudgetBoundsHowFarBackABufferCounts) {
+  RecentBuffers recent(8 * kMiB);
+  recent.touch(at(0), kMiB);
+  recent.touch(at(100 * kMiB), 6 * kMiB);
+  EXPECT_TRUE(recent.warm(at(0), kMiB)) << "7 MiB touched since, within 8";
+  recent.touch(at(200 * kMiB), 2 * kMiB);
+  EXPECT_FALSE(recent.warm(at(0), kMiB)) << "9 MiB touched since";
+  RecentBuffers none(0);
+  none.touch(at(0), kMiB);
+  EXPECT_FALSE(none.warm(at(0), kMiB)) << "no cache: nothing is warm";
+}
+
+TEST(RecentBuffers, HalfTheRangeCoveredIsWarm) {
+  RecentBuffers recent(64 * kMiB);
+  recent.touch(at(0), 4 * kMiB);
+  EXPECT_TRUE(recent.warm(at(2 * kMiB), 4 * kMiB)) << "half covered";
+  EXPECT_FALSE(recent.warm(at(3 * kMiB), 4 * kMiB)) << "a quarter covered";
+  recent.touch(at(5 * kMiB), kMiB);
+  EXPECT_TRUE(recent.warm(at(3 * kMiB), 4 * kMiB)) << "two ranges cover half between them";
+}
+
+TEST(RecentBuffers, OnlyTheNewestSixteenRangesAreKept) {
+  RecentBuffers recent(1024 * kMiB);
+  recent.touch(at(0), 4096);
+  for (uint64_t i = 1; i <= 15; ++i) recent.touch(at(i * kMiB), 4096);
+  EXPECT_TRUE(recent.warm(at(0), 4096));
+  recent.touch(at(16 * kMiB), 4096);
+  EXPECT_FALSE(recent.warm(at(0), 4096)) << "the 17th range pushed out the first";
+  EXPECT_TRUE(recent.warm(at(kMiB), 4096));
+}
+
+TEST(RecentBuffers, LastLevelCacheSizeFromSysfs) {
+  const uint64_t bytes = conflux::lastLevelCacheBytes();
+  if (!std::ifstream("/sys/devices/system/cpu/cpu0/cache/index0/size")) {
+    EXPECT_EQ(bytes, 0u) << "no sysfs cache description: unknown";
+    return;
+  }
+  EXPECT_GE(bytes, uint64_t{64} << 10);
+  EXPECT_LE(bytes, uint64_t{4} << 30);
+}
+
+}  // namespace
