@@ -73,7 +73,8 @@ enum class OpKind : uint8_t {
   Finalize,    ///< dst = dst / nranks elementwise when the op is avg; nothing otherwise.
   /// t = op(src(0), ..., src(nsrc-1)), divided by nranks when the op is avg; dst and each of the
   /// `nextra` extra destinations (Plan::extraDst) = t. One pass over the sources for all destinations
-  /// (the executor streams them when the call is large and out of place). Each destination may equal
+  /// (the executor streams them when dst is a receive buffer and the call is out of place and large or
+  /// cold; otherwise it reduces into dst and copies from there). Each destination may equal
   /// a source exactly (in place); destinations must not overlap one another.
   ReduceSpread,
 };

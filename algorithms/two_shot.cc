@@ -7,16 +7,18 @@
 //   A_k: Barrier (everybody staged chunk k); rank r reduces slice r of its send and of the n - 1 peers'
 //        staged chunks (finished: divided for avg) into slice r of its own staging, which stage() left
 //        untouched and no peer reads before B_k, and into slice r of its recv (one ReduceSpread: the
-//        executor reduces into staging, then copies to recv from cache, streaming when recv is cold);
+//        executor reduces into staging, then copies to recv from cache, streaming when the call
+//        streams to recv: large, or a cold receive buffer);
 //        it also stages chunk k + 1 into the other half, whose previous reads (chunk k - 1's copy-out)
 //        happened before this Barrier.
 //   B_k: Barrier (every slice is reduced and published); every rank copies every other slice of chunk
 //        k from its owner's staging into recv.
 // So the reduction writes staging, which stays in cache, and recv is written only by copies out of it.
-// Round 0 stages chunk 0. Staging half h is rewritten (stage(k + 2) and the reduction of chunk k + 2,
-// both in A_{k+2}) only after the Barrier that follows every peer's copy-out of chunk k (B_k); slice r
-// of a rank's staging is written only in A_k and read by peers only after B_k, and peers read their
-// own slices in A_k, so no bytes are shared within a round.
+// Round 0 stages chunk 0. Staging half h, last read by the copy-outs of chunk k (B_k), is rewritten
+// only after the next Barrier, A_{k+1}'s: by stage(k + 2) in A_{k+1} and by the reduction of chunk
+// k + 2 in A_{k+2}. Slice r of a rank's staging is written only in A_k and read by peers only after
+// B_k's Barrier, and peers read their own slices in A_k, so between two Barriers no byte is both
+// written and read by different ranks.
 // Reduce-scatter and all-gather use the one-shot schedules (one_shot.cc) under the name "twoshot".
 #include <string>
 #include <vector>

@@ -247,7 +247,8 @@ void RankExecutor::runLocal(const Op& op) {
         combine(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), count, mask);
         break;
       }
-      // ReduceSpread. When every destination is a receive buffer (the direct plans) and the call streams
+      // ReduceSpread. When dst is a receive buffer (the direct plans, whose extras are peers' receive
+      // buffers; two-shot's dst is its staging) and the call streams
       // to this rank's own recv and to peers' (out of place, and large or cold: see streamToRecv_),
       // every destination is cold: one pass over the sources streams the result to all of them. (A warm
       // repeated 4 MiB call, 2 ranks -R 1, ran at 13.5 GB/s with its own copy streamed, 17.2 without.)
@@ -262,6 +263,7 @@ void RankExecutor::runLocal(const Op& op) {
         for (uint32_t k = 0; k < op.nextra; ++k) dsts[1 + k] = resolve(plan_.extraDst(op, k));
         cpu::reduceStreamingTo(call_.dtype, call_.op, dsts, static_cast<int>(ndst), srcPtrs_.data(),
                                static_cast<int>(op.nsrc), count);
+        work_.streamedBytes += uint64_t{ndst} * op.bytes;
         break;
       }
       combine(dst, srcPtrs_.data(), static_cast<int>(op.nsrc), count, mask);

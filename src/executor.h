@@ -121,6 +121,9 @@ struct ExecWorkspace {
   std::vector<std::byte> bounce;
   // PreMulSum messages to other nodes straight from the own input: scaled here first (grows, never shrinks).
   std::vector<std::byte> scaledBounce;
+  /// Bytes written with non-temporal stores into this rank's and peers' receive buffers, over every call
+  /// (a statistic: tests check which calls stream).
+  uint64_t streamedBytes = 0;
 };
 
 /// Posts `s` to every local rank's error slot (naming `failedRank`, or -1), logs it, and returns it.

@@ -73,8 +73,12 @@ class RankExecutor {
   void copyOut(const BufRef& ref, std::byte* dst, const std::byte* src, uint64_t bytes) const {
     if (src == dst) return;
     const bool stream = (ref.kind == BufKind::Recv && streamToRecv_) || (isPeer(ref) && streamToPeers_);
-    if (stream) cpu::copyStreaming(dst, src, bytes);
-    else cpu::copy(dst, src, bytes);
+    if (stream) {
+      cpu::copyStreaming(dst, src, bytes);
+      work_.streamedBytes += bytes;
+    } else {
+      cpu::copy(dst, src, bytes);
+    }
   }
   /// dst = `bytes` of src multiplied by the call's PreMulSum scalar.
   void scaleCopy(void* dst, const void* src, uint64_t bytes) const {

@@ -29,7 +29,7 @@ class RecentBuffers {
   struct Range {
     uintptr_t begin = 0, end = 0;
   };
-  static constexpr size_t kKept = 16;
+  static constexpr size_t kKept = 32;  // two per call: 16 calls
   std::array<Range, kKept> ranges_{};  // a ring: ranges_[(next_ - 1) % kKept] is the newest
   size_t next_ = 0;
   size_t kept_ = 0;

@@ -168,15 +168,17 @@ inline Status ringAllReduce(Cluster& cluster, int r, RankEnv& rank, uint64_t cou
 
 /// Runs `algo`'s plans for `c` on every rank of `cluster` as the communicator's first collective (with
 /// every rank's buffers mapped by every other, as the direct plans need) and checks every output.
-/// recvCold: the call says its receive buffers are cold (ExecCall::recvCold), so copies into them stream.
+/// recvCold: the call says its receive buffers are cold (ExecCall::recvCold), so copies into them stream;
+/// `streamed` (when given) gets each rank's ExecWorkspace::streamedBytes of the call.
 inline void checkCollective(Cluster& cluster, Algo algo, Collective c, uint64_t count, const std::string& what,
-                            bool recvCold = false) {
+                            bool recvCold = false, std::vector<uint64_t>* streamed = nullptr) {
   const int n = cluster.nranks();
   const size_t ranks = static_cast<size_t>(n);
   std::vector<std::vector<float>> sends(ranks), recvs(ranks);
   std::vector<const std::byte*> peerSend(ranks);
   std::vector<std::byte*> peerRecv(ranks);
   const uint64_t staging = cluster.stagingBytes();
+  if (streamed != nullptr) streamed->assign(ranks, 0);
   for (int r = 0; r < n; ++r) {
     const BufferSizes sizes = bufferSizes(paramsFor(cluster, c, count, r, staging));
     sends[size_t(r)].resize(sizes.send / 4);
@@ -200,7 +202,10 @@ inline void checkCollective(Cluster& cluster, Algo algo, Collective c, uint64_t 
     call.root = n - 1;
     call.seq = 1;
     call.recvCold = recvCold;
-    return execute(plan, bufs, call, rank.env, rank.work);
+    const uint64_t before = rank.work.streamedBytes;
+    Status s = execute(plan, bufs, call, rank.env, rank.work);
+    if (streamed != nullptr) (*streamed)[size_t(r)] = rank.work.streamedBytes - before;
+    return s;
   });
   for (int r = 0; r < n; ++r) {
     ASSERT_TRUE(status[size_t(r)].isOk()) << what << ": rank " << r << ": " << status[size_t(r)].message();

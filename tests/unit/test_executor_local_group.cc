@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "executor_cluster.h"
+#include "src/rank_executor.h"  // kColdStreamBytes, kStreamMessageBytes
 
 namespace {
 
@@ -77,17 +78,44 @@ TEST(ExecutorOverFakeLocalGroup, DirectAllReduceStreamsLargePiecesToEveryRank) {
   }
 }
 
-// Cold receive buffers (ExecCall::recvCold) from 256 KiB: the plans that write recv by copies stream
-// them (two-shot copies every byte of recv out of staging), with odd counts so tails are uneven.
+// Cold receive buffers (ExecCall::recvCold) from kColdStreamBytes, below kStreamMessageBytes, odd
+// counts so tails are uneven. Two-shot copies every byte of recv out of staging, streamed when cold;
+// one-shot writes recv by reductions (nothing to stream); direct from 1 MiB streams every rank's slice
+// to all n receive buffers in one pass when cold, and to the n - 1 peers' only when warm (those lines
+// are cold here either way). Otherwise warm calls of these sizes stream nothing.
 TEST(ExecutorOverFakeLocalGroup, ColdReceiveBuffersGetEveryByteThroughStreamingCopies) {
-  for (Algo a : {Algo::TwoShot, Algo::OneShot, Algo::Direct, Algo::Ring}) {
+  using conflux::exec::kColdStreamBytes;
+  static_assert(kColdStreamBytes < (uint64_t{1} << 20) && (uint64_t{1} << 20) < conflux::exec::kStreamMessageBytes);
+  struct Case {
+    Algo algo;
+    uint64_t count;
+    bool streamsWhenCold;
+  };
+  const Case cases[] = {{Algo::TwoShot, kColdStreamBytes / 4 + 7, true},
+                        {Algo::OneShot, kColdStreamBytes / 4 + 7, false},
+                        {Algo::Direct, (uint64_t{1} << 20) / 4 + 7, true}};
+  for (const Case& c : cases) {
     for (int n : {2, 3}) {
-      const uint64_t count = (uint64_t{256} << 10) / 4 + 7;
-      const std::vector<int> nodeOf(size_t(n), 0);
-      Cluster cluster(shape(nodeOf, 13));
-      checkCollective(cluster, a, Collective::AllReduce, count, describe(a, Collective::AllReduce, nodeOf, count, 13),
-                      /*recvCold=*/true);
-      if (HasFatalFailure()) return;
+      for (bool cold : {true, false}) {
+        const std::vector<int> nodeOf(size_t(n), 0);
+        Cluster cluster(shape(nodeOf, 13));
+        std::vector<uint64_t> streamed;
+        const std::string what =
+            describe(c.algo, Collective::AllReduce, nodeOf, c.count, 13) + (cold ? " cold" : " warm");
+        checkCollective(cluster, c.algo, Collective::AllReduce, c.count, what, cold, &streamed);
+        if (HasFatalFailure()) return;
+        uint64_t total = 0;
+        for (int r = 0; r < n; ++r) {
+          total += streamed[size_t(r)];
+          if (c.algo == Algo::TwoShot) {
+            EXPECT_EQ(streamed[size_t(r)], cold ? c.count * 4 : 0) << what << ": rank " << r << "'s recv";
+          }
+        }
+        // Every rank's recv once, when cold; direct streams into peers' buffers from 1 MiB anyway.
+        uint64_t copies = cold && c.streamsWhenCold ? uint64_t(n) : 0;
+        if (c.algo == Algo::Direct && !cold) copies = uint64_t(n) - 1;
+        EXPECT_EQ(total, copies * c.count * 4) << what << ": bytes streamed by all ranks";
+      }
     }
   }
 }

@@ -3,7 +3,7 @@
 //   - a sweep's shifted buffers (each call one size further along the allocation): cold;
 //   - a buffer touched before more than the budget's worth of other buffers: cold; within it: warm;
 //   - half or more of the range covered: warm; less: cold;
-//   - only the newest 16 ranges are kept;
+//   - only the newest 32 ranges (16 calls) are kept;
 //   - lastLevelCacheBytes reads a plausible size where sysfs describes the caches.
 #include <gtest/gtest.h>
 
@@ -69,13 +69,13 @@ TEST(RecentBuffers, HalfTheRangeCoveredIsWarm) {
   EXPECT_TRUE(recent.warm(at(3 * kMiB), 4 * kMiB)) << "two ranges cover half between them";
 }
 
-TEST(RecentBuffers, OnlyTheNewestSixteenRangesAreKept) {
+TEST(RecentBuffers, OnlyTheNewestThirtyTwoRangesAreKept) {
   RecentBuffers recent(1024 * kMiB);
   recent.touch(at(0), 4096);
-  for (uint64_t i = 1; i <= 15; ++i) recent.touch(at(i * kMiB), 4096);
+  for (uint64_t i = 1; i <= 31; ++i) recent.touch(at(i * kMiB), 4096);
   EXPECT_TRUE(recent.warm(at(0), 4096));
-  recent.touch(at(16 * kMiB), 4096);
-  EXPECT_FALSE(recent.warm(at(0), 4096)) << "the 17th range pushed out the first";
+  recent.touch(at(32 * kMiB), 4096);
+  EXPECT_FALSE(recent.warm(at(0), 4096)) << "the 33rd range pushed out the first";
   EXPECT_TRUE(recent.warm(at(kMiB), 4096));
 }
 
