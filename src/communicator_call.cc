@@ -151,18 +151,7 @@ Status CommunicatorImpl::runLocked(const CallArgs& a) {
   bufs.recv = static_cast<std::byte*>(a.recv);
   bufs.scratch = scratch_.data();
   ExecCall call = execCallOf(a, &scalar);
-  // In place (NCCL's layouts: one buffer; all-gather's send inside recv; reduce-scatter's recv inside
-  // send) the call reads the lines it writes, so they are in cache: recvCold is for out of place only.
-  const auto send = reinterpret_cast<uintptr_t>(a.send), recv = reinterpret_cast<uintptr_t>(a.recv);
-  const bool inPlace = send < recv + sizes.recv && recv < send + sizes.send;
-  call.recvCold = !inPlace && !recent_.warm(a.recv, sizes.recv);
-  if (inPlace) {
-    const uintptr_t lo = std::min(send, recv), hi = std::max(send + sizes.send, recv + sizes.recv);
-    recent_.touch(reinterpret_cast<const void*>(lo), hi - lo);
-  } else {
-    recent_.touch(a.send, sizes.send);
-    recent_.touch(a.recv, sizes.recv);
-  }
+  call.recvCold = recent_.recordCall(a.send, sizes.send, a.recv, sizes.recv);
   return execute(*plan, bufs, call);
 }
 

@@ -31,6 +31,19 @@ void RecentBuffers::touch(const void* p, uint64_t bytes) {
   kept_ = std::min(kept_ + 1, kKept);
 }
 
+bool RecentBuffers::recordCall(const void* send, uint64_t sendBytes, const void* recv, uint64_t recvBytes) {
+  const auto s = reinterpret_cast<uintptr_t>(send), r = reinterpret_cast<uintptr_t>(recv);
+  if (s < r + recvBytes && r < s + sendBytes) {
+    const uintptr_t lo = std::min(s, r), hi = std::max(s + sendBytes, r + recvBytes);
+    touch(reinterpret_cast<const void*>(lo), hi - lo);
+    return false;
+  }
+  const bool cold = !warm(recv, recvBytes);
+  touch(send, sendBytes);
+  touch(recv, recvBytes);
+  return cold;
+}
+
 namespace {
 
 /// "32768K" / "1M" / "524288" as bytes; 0 when unreadable.

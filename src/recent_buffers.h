@@ -17,13 +17,16 @@ class RecentBuffers {
   /// budgetBytes: how many bytes of recent buffers this rank may count on finding in cache.
   explicit RecentBuffers(uint64_t budgetBytes = 0) : budget_(budgetBytes) {}
   void setBudget(uint64_t budgetBytes) { budget_ = budgetBytes; }
-  uint64_t budget() const { return budget_; }
 
   /// True when ranges touched by the most recent calls cover at least half of [p, p + bytes), counting
   /// only the ranges touched since the budget's worth of bytes (newest first, each range's whole size).
   bool warm(const void* p, uint64_t bytes) const;
   /// Records that the current call touched [p, p + bytes) (it becomes the newest range).
   void touch(const void* p, uint64_t bytes);
+  /// One collective's buffers: true when it is out of place and recv is not warm. In place (the ranges
+  /// overlap: one buffer, NCCL's in-place all-gather and reduce-scatter layouts) the call reads the
+  /// lines it writes, so recv is never cold. Then records the buffers (in place: their union, once).
+  bool recordCall(const void* send, uint64_t sendBytes, const void* recv, uint64_t recvBytes);
 
  private:
   struct Range {

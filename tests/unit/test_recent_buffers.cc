@@ -4,6 +4,7 @@
 //   - a buffer touched before more than the budget's worth of other buffers: cold; within it: warm;
 //   - half or more of the range covered: warm; less: cold;
 //   - only the newest 32 ranges (16 calls) are kept;
+//   - a call in place (its buffers overlap) is never cold and is recorded as one range;
 //   - lastLevelCacheBytes reads a plausible size where sysfs describes the caches.
 #include <gtest/gtest.h>
 
@@ -77,6 +78,16 @@ TEST(RecentBuffers, OnlyTheNewestThirtyTwoRangesAreKept) {
   recent.touch(at(32 * kMiB), 4096);
   EXPECT_FALSE(recent.warm(at(0), 4096)) << "the 33rd range pushed out the first";
   EXPECT_TRUE(recent.warm(at(kMiB), 4096));
+}
+
+TEST(RecentBuffers, ACallInPlaceIsNeverColdAndIsRecordedOnce) {
+  RecentBuffers recent(4 * kMiB);
+  EXPECT_FALSE(recent.recordCall(at(0), kMiB, at(0), kMiB)) << "one buffer";
+  EXPECT_FALSE(recent.recordCall(at(10 * kMiB + kMiB), kMiB, at(10 * kMiB), 3 * kMiB)) << "all-gather in place";
+  EXPECT_FALSE(recent.recordCall(at(20 * kMiB), 3 * kMiB, at(20 * kMiB + kMiB), kMiB)) << "reduce-scatter in place";
+  EXPECT_TRUE(recent.warm(at(20 * kMiB), 3 * kMiB)) << "the union, 3 MiB, within the 4 MiB budget";
+  EXPECT_TRUE(recent.recordCall(at(30 * kMiB), kMiB, at(40 * kMiB), kMiB)) << "out of place, never touched";
+  EXPECT_FALSE(recent.recordCall(at(30 * kMiB), kMiB, at(40 * kMiB), kMiB)) << "out of place, repeated";
 }
 
 TEST(RecentBuffers, LastLevelCacheSizeFromSysfs) {
