@@ -21,6 +21,22 @@ const char* codeName(Code c) {
   return "unknown error";
 }
 
+const char* codeLabel(Code c) {
+  switch (c) {
+    case Code::Ok: return "ok";
+    case Code::CudaError: return "cuda_error";
+    case Code::SystemError: return "system_error";
+    case Code::InternalError: return "internal_error";
+    case Code::InvalidArgument: return "invalid_argument";
+    case Code::InvalidUsage: return "invalid_usage";
+    case Code::RemoteError: return "remote_error";
+    case Code::InProgress: return "in_progress";
+    case Code::Timeout: return "timeout";
+    case Code::Aborted: return "aborted";
+  }
+  return "unknown";
+}
+
 std::string systemErrorMessage(const std::string& what, int err) {
   char buf[256];
   // GNU strerror_r returns a char* that may or may not point into buf.

@@ -15,6 +15,8 @@ enum class Code : int {
 };
 
 const char* codeName(Code c);
+/// A short stable identifier of the code for machines ("timeout", "remote_error", ...): dumps, metric labels.
+const char* codeLabel(Code c);
 
 /// A result with a message; cheap when Ok.
 class Status {

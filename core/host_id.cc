@@ -22,12 +22,18 @@ std::string bootId() {
 }
 }  // namespace
 
-std::string hostIdentity() {
+std::string hostName() {
   std::string forced = config::getString(config::Var::HOSTID);
   if (!forced.empty()) return forced;
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  std::string id = host[0] ? host : "unknown-host";
+  return host[0] ? host : "unknown-host";
+}
+
+std::string hostIdentity() {
+  std::string forced = config::getString(config::Var::HOSTID);
+  if (!forced.empty()) return forced;
+  std::string id = hostName();
   const std::string boot = bootId();
   if (!boot.empty()) id += "/" + boot;
   return id;

@@ -12,6 +12,10 @@ namespace conflux {
 /// share a hostname; "<hostname>" alone when /proc/sys/kernel/random/boot_id is unreadable).
 std::string hostIdentity();
 
+/// The name people know this node by, for reports (flight recorder, metrics): CONFLUX_HOSTID when set,
+/// else the hostname ("unknown-host" when it has none).
+std::string hostName();
+
 /// The kernel this process runs on: /proc/sys/kernel/random/boot_id, whatever CONFLUX_HOSTID says, so that
 /// simulated nodes (namespaces, containers) on one machine are known to share its CPUs. Falls back to
 /// hostIdentity() when the boot id cannot be read.

@@ -50,6 +50,8 @@ std::unique_ptr<CommunicatorImpl> CommunicatorImpl::create(const bootstrap::Uniq
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
+  // Destroyed in error before any dump was written (a failure no call of this rank saw): one now.
+  if (recorder_ != nullptr && hasError_.load() && !dumped_.load()) recorder_->dump("destroy");
   if (net_ == nullptr) return;
   if (hasError_.load()) {
     announceOnce();  // an abort() that no call saw: the other nodes still learn of it before the sockets close
@@ -100,6 +102,25 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   localRank_ = layout.localRank;
   localSize_ = layout.localSize;
   numNodes_ = layout.numNodes;
+
+  // The flight recorder (src/flight_recorder.h): its id is the same on every rank of this communicator.
+  TraceIdentity trace;
+  trace.commId = bootstrap::jobTag(id);
+  trace.name = name_;
+  trace.rank = rank_;
+  trace.nranks = nranks_;
+  trace.localRank = localRank_;
+  trace.localSize = localSize_;
+  trace.node = layout.nodeIndex;
+  trace.nodes = numNodes_;
+  trace.host = hostName();
+  const int64_t traceEntries = config::getInt(config::Var::TRACE_ENTRIES);
+  recorder_ = std::make_unique<FlightRecorder>(std::move(trace), static_cast<size_t>(std::max<int64_t>(0, traceEntries)),
+                                               config::getString(config::Var::TRACE_DIR));
+  eagerAlgorithm_ = recorder_->internAlgorithm("eager");
+  p2pAlgorithm_ = recorder_->internAlgorithm("p2p");
+  deviceAlgorithm_ = recorder_->internAlgorithm("device");
+  if (config::getBool(config::Var::TRACE_SIGNAL)) FlightRecorder::installSignalDump();
 
   // Shared memory among the ranks of this node.
   shm::ShmConfig cfg;
@@ -211,11 +232,27 @@ void CommunicatorImpl::setCostModel(const CommOptions& options, int timeoutMs, c
 }
 
 bool CommunicatorImpl::recordError(const Status& s) {
-  std::lock_guard<std::mutex> lock(errorMutex_);
-  const bool first = error_.isOk();
-  if (first) error_ = s;
-  hasError_.store(true, std::memory_order_release);
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    first = error_.isOk();
+    if (first) error_ = s;
+    hasError_.store(true, std::memory_order_release);
+  }
+  if (first && recorder_ != nullptr) {
+    // The rank at fault, as the executor posted it (this rank's own report or a peer's).
+    int failedRank = -1;
+    if (world_) {
+      if (auto posted = world_->error()) failedRank = posted->failedRank;
+    }
+    recorder_->noteError(s, failedRank);
+  }
   return first;
+}
+
+void CommunicatorImpl::dumpFor(const Status& s) {
+  const char* reason = s.code() == Code::Timeout ? "timeout" : s.code() == Code::Aborted ? "abort" : "error";
+  if (recorder_->dump(reason)) dumped_.store(true, std::memory_order_release);
 }
 
 Status CommunicatorImpl::failed(const Status& s) {
@@ -254,6 +291,8 @@ void CommunicatorImpl::abort() {
     world_->postError(e);
     world_->wakeSelf();
   }
+  // The aborting thread writes the dump: the call thread may be blocked in a call that now ends.
+  if (recorder_ != nullptr) dumpFor(Status(Code::Aborted, "aborted"));
 }
 
 Status CommunicatorImpl::asyncError() const {

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/types.h"
 #include "src/direct_call.h"
+#include "src/flight_recorder.h"
 #include "src/recent_buffers.h"
 #include "transport/shm/shm_world.h"
 
@@ -137,6 +138,7 @@ class CommunicatorImpl {
     bool peerBuffers = false;
     Selection selection;
     std::shared_ptr<const Plan> plan;
+    uint32_t traceAlgorithm = 0;  ///< the plan's algorithm in the flight recorder's names
   };
   /// The selector's choice and its plan for `p`, from the cache or made now (the choice depends only on
   /// the parameters, so it is cached with the plan and the fast path builds no strings).
@@ -154,8 +156,23 @@ class CommunicatorImpl {
   /// Records the first error of the communicator (sticky) and announces it to the other nodes; returns s.
   /// Call-path only (it drives the network).
   Status failed(const Status& s);
-  /// Records `s` if it is the first error; true when it was.
+  /// Records `s` if it is the first error; true when it was (the flight recorder notes it too).
   bool recordError(const Status& s);
+  /// The flight recorder's end of the call in progress; a failed call of a communicator in error
+  /// writes the recorder's dump.
+  void finishCall(const Status& s);
+  /// What run() and runP2p() answer once the communicator is out of service (error `e`): the first such
+  /// answer writes the dump when none was written yet (this rank was idle when a peer failed).
+  Status refuse(const Status& e);
+  /// Writes the flight recorder's dump for error `s` (reason timeout, abort or error).
+  void dumpFor(const Status& s);
+  /// This rank's lock on the communicator, and when the call began waiting for it (flight recorder).
+  struct Entry {
+    std::unique_lock<std::mutex> lock;
+    uint64_t queuedTicks = 0;
+    uint64_t startTicks = 0;
+  };
+  Entry enter();
   /// Sends the first recorded error to the other nodes, once per communicator. Call-path only.
   void announceOnce();
 
@@ -198,6 +215,10 @@ class CommunicatorImpl {
   std::vector<std::byte> scratch_;
   ExecWorkspace work_;
   RecentBuffers recent_;  // host buffers of recent calls: is a receive buffer still in cache?
+  std::unique_ptr<FlightRecorder> recorder_;  // the last CONFLUX_TRACE_ENTRIES calls (src/flight_recorder.h)
+  TraceCursor current_;                       // the call in progress (call thread only)
+  uint32_t eagerAlgorithm_ = 0, p2pAlgorithm_ = 0, deviceAlgorithm_ = 0;  // recorder names
+  std::atomic<bool> dumped_{false};           // a dump was written for the communicator's error
 
   std::list<CachedPlan> planCache_;  // most recently used first
   CachedPlan uncached_;              // the last plan when the cache is disabled

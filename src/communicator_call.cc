@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "core/ticks.h"
 #include "src/communicator.h"
 #include "src/device_memory.h"
 #include "src/eager.h"
@@ -50,6 +51,7 @@ const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& 
              entry.selection.reason.c_str(), selector_.predictedTimes(p, shape, 0).c_str());
   }
   entry.plan = std::make_shared<const Plan>(buildPlan(entry.selection.algo, p));  // may throw
+  entry.traceAlgorithm = recorder_->internAlgorithm(entry.plan->algorithm);
   if (numNodes_ > 1) {
     // Barriers and staging exist only in shared memory: the selector never picks such a plan across nodes.
     for (const Op& op : entry.plan->ops) {
@@ -68,18 +70,56 @@ const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& 
   return planCache_.front();
 }
 
+CommunicatorImpl::Entry CommunicatorImpl::enter() {
+  // One counter reading when the lock is free at once (the usual case): queued and started coincide.
+  Entry e;
+  e.queuedTicks = ticksNow();
+  e.lock = std::unique_lock<std::mutex>(mutex_, std::try_to_lock);
+  e.startTicks = e.queuedTicks;
+  if (!e.lock.owns_lock()) {
+    e.lock.lock();
+    e.startTicks = ticksNow();
+  }
+  return e;
+}
+
 Status CommunicatorImpl::run(const CallArgs& a) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (Status e = asyncError(); !e) return Status(e.code(), "communicator is out of service: " + e.message());
+  const Entry entry = enter();
+  if (Status e = asyncError(); !e) return refuse(e);
   if (a.count == 0) return Status::ok();
+  current_ = recorder_->begin(a.coll, a.dtype, a.op, a.root, a.count, a.count * dataTypeSize(a.dtype),
+                              entry.queuedTicks, entry.startTicks);
+  Status s;
 #if CONFLUX_HAVE_CUDA
   if (const DeviceCalls::Places places = DeviceCalls::placesOf(a); places.onDevice()) {
-    Status s = device().run(a, places);
-    if (!s && s.code() != Code::InvalidUsage) return failed(s);
+    recorder_->setAlgorithm(current_, deviceAlgorithm_);  // the staged path names its host plan instead
+    s = device().run(a, places);
+    if (!s && s.code() != Code::InvalidUsage) s = failed(s);
+    finishCall(s);
     return s;
   }
 #endif
-  return runLocked(a);
+  s = runLocked(a);
+  finishCall(s);
+  return s;
+}
+
+void CommunicatorImpl::finishCall(const Status& s) {
+  recorder_->end(current_, s.isOk());
+  current_ = TraceCursor();
+  if (!s && hasError_.load(std::memory_order_acquire)) dumpFor(s);
+}
+
+Status CommunicatorImpl::refuse(const Status& e) {
+  if (!dumped_.load(std::memory_order_acquire)) {
+    int failedRank = -1;
+    if (world_) {
+      if (auto posted = world_->error()) failedRank = posted->failedRank;
+    }
+    recorder_->noteError(e, failedRank);
+    dumpFor(e);
+  }
+  return Status(e.code(), "communicator is out of service: " + e.message());
 }
 
 #if CONFLUX_HAVE_CUDA
@@ -139,6 +179,7 @@ Status CommunicatorImpl::runLocked(const CallArgs& a) {
     return e.status();  // nothing was communicated: the communicator stays usable
   }
   const Plan* plan = cached->plan.get();
+  recorder_->setAlgorithm(current_, cached->traceAlgorithm);
   CFX_INFO(kColl, "%s count=%llu %s %s root=%d: %s (%s)", std::string(collectiveName(a.coll)).c_str(),
            static_cast<unsigned long long>(a.count), std::string(dataTypeName(a.dtype)).c_str(),
            std::string(redOpName(a.op)).c_str(), a.root, plan->algorithm.c_str(), cached->selection.reason.c_str());
@@ -151,6 +192,7 @@ Status CommunicatorImpl::runLocked(const CallArgs& a) {
   bufs.recv = static_cast<std::byte*>(a.recv);
   bufs.scratch = scratch_.data();
   ExecCall call = execCallOf(a, &scalar);
+  call.trace = current_;
   call.recvCold = recent_.recordCall(a.send, sizes.send, a.recv, sizes.recv);
   return execute(*plan, bufs, call);
 }
@@ -166,6 +208,7 @@ Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& siz
   }
   ExecCall call = execCallOf(a, nullptr);
   call.seq = seq_ + 1;  // the call this barrier opens
+  call.trace = current_;
   if (Status s = conflux::execute(entryBarrier_, ExecBuffers{}, call, env_, work_); !s) return failed(s);
   try {
     direct = direct_->resolve(a.coll, a.root, bufs);
@@ -200,22 +243,32 @@ Status CommunicatorImpl::runEagerCall(const CallArgs& a, const void* scalar, uin
   c.scalar = a.op == RedOp::PreMulSum ? scalar : nullptr;
   c.eagerSeq = ++eagerSeq_;
   c.callSeq = ++seq_;
+  c.trace = current_;
+  recorder_->setAlgorithm(current_, eagerAlgorithm_);
   Status s = runEager(c, *world_, env_, work_);
   if (!s) return failed(s);
   return s;
 }
 
 Status CommunicatorImpl::runP2p(const std::vector<P2pOp>& ops) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (Status e = asyncError(); !e) return Status(e.code(), "communicator is out of service: " + e.message());
+  const Entry entry = enter();
+  if (Status e = asyncError(); !e) return refuse(e);
+  uint64_t sent = 0;
+  for (const P2pOp& op : ops) sent += op.isSend ? op.bytes : 0;
+  current_ = recorder_->beginP2p(ops.size(), sent, entry.queuedTicks, entry.startTicks);
+  recorder_->setAlgorithm(current_, p2pAlgorithm_);
+  Status s;
 #if CONFLUX_HAVE_CUDA
   if (DeviceCalls::touchesDevice(ops)) {
-    Status s = device().runP2p(ops);
-    if (!s && s.code() != Code::InvalidUsage) return failed(s);
+    s = device().runP2p(ops);
+    if (!s && s.code() != Code::InvalidUsage) s = failed(s);
+    finishCall(s);
     return s;
   }
 #endif
-  return runP2pLocked(ops);
+  s = runP2pLocked(ops);
+  finishCall(s);
+  return s;
 }
 
 Status CommunicatorImpl::runP2pLocked(const std::vector<P2pOp>& ops) {
@@ -255,6 +308,7 @@ Status CommunicatorImpl::runP2pLocked(const std::vector<P2pOp>& ops) {
   ExecCall call;
   call.coll = Collective::SendRecv;
   call.dtype = DataType::Uint8;
+  call.trace = current_;
   return execute(plan, ExecBuffers{}, call);
 }
 

@@ -125,6 +125,7 @@ class EagerRun {
       }
       if (Status s = checkHealth(); !s) return s;
       const int waitFor = next_;
+      call_.trace.noteWait(0, env_.globalOfLocal[waitFor]);
       world_->sleepUnless([&] { return ready(waitFor) || world_->error().has_value(); }, kMaxSleepMs);
       backoff.woke();
     }

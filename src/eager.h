@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "src/executor.h"
+#include "src/flight_recorder.h"
 #include "core/error.h"
 #include "core/types.h"
 #include "transport/shm/shm_world.h"
@@ -32,6 +33,7 @@ struct EagerCall {
   const void* scalar = nullptr;
   uint64_t eagerSeq = 0;  ///< 1-based count of the communicator's eager calls (picks the slot parity).
   uint64_t callSeq = 0;   ///< 1-based call number on the communicator (messages, argument checks).
+  TraceCursor trace;      ///< the flight recorder's entry: notes the peer the call blocks on
 };
 
 /// Runs `call` through the eager slots of `world` (the communicator's local group: eager needs its slots

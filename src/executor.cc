@@ -87,6 +87,7 @@ Status RankExecutor::runRound(const Round& round) {
     if (allDone) break;
     Status s = checkHealth(round);
     if (!s) return s;
+    call_.trace.noteWait(static_cast<int>(round_), stuckPeer(round));
     if (netPending_ > 0) {
       // Network completions ring no doorbell: block on the transport instead, briefly, so that
       // local-group members of this round are not left waiting long.

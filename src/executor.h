@@ -29,6 +29,7 @@
 #include "core/transport_select.h"
 #include "core/types.h"
 #include "kernels/cpu/reduce.h"
+#include "src/flight_recorder.h"
 #include "transport/transport.h"
 #include "transport/local_group.h"
 
@@ -66,6 +67,8 @@ struct ExecCall {
   /// Out of place, the receive buffer is likely not in cache (RecentBuffers): copies into it of calls
   /// from kColdStreamBytes stream (non-temporal stores), as those of calls from kStreamMessageBytes do.
   bool recvCold = false;
+  /// The flight recorder's entry of this call: notes the round and peer it blocks on (slow path only).
+  TraceCursor trace;
 };
 
 /// How this rank reaches one rank of the communicator, set once per communicator from the per-peer

@@ -2,16 +2,22 @@
 """Faults across simulated nodes (ctest label netns): a communicator spanning 2 nodes x 2 ranks all-reduces
 in a loop (netns_sweep --loop) while the test takes node 1's link down, or kills a rank of node 1. Every
 surviving rank must return an error that names a rank, within CONFLUX_TIMEOUT_MS (plus slack), and
-nothing may be left behind: no /dev/shm segment of the job, no namespace of the cluster.
+nothing may be left behind: no /dev/shm segment of the job, no namespace of the cluster. With the path
+of conflux-trace, every rank's flight recorder writes its dump (CONFLUX_TRACE_DIR) and conflux-trace must
+read them all: the call the ranks stopped in, the first error, and for a killed rank that rank as the
+first suspect.
 
-  test_faults.py PATH_TO_netns_sweep link_down|kill_rank
+  test_faults.py PATH_TO_netns_sweep link_down|kill_rank [PATH_TO_conflux-trace]
 
 Exit code 0 on success, 1 on a failure, 77 where namespaces cannot be created.
 """
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -30,18 +36,55 @@ def shm_segments():
         return set()
 
 
+def check_trace(trace_prog, trace_dir, scenario, victim, nranks):
+    """Problems with what conflux-trace says of the dumps (an empty list when all is well)."""
+    out = subprocess.run([trace_prog, trace_dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=60)
+    print(out.stdout, end="")
+    if out.returncode != 0:
+        return ["conflux-trace exited %d" % out.returncode]
+    res = subprocess.run([trace_prog, "--json", trace_dir], stdout=subprocess.PIPE, text=True, timeout=60)
+    comms = json.loads(res.stdout)
+    if len(comms) != 1:
+        return ["conflux-trace found %d communicators, expected 1" % len(comms)]
+    c = comms[0]
+    bad = []
+    expect = [r for r in range(nranks) if not (scenario == "kill_rank" and r == victim)]
+    if c["dumped"] != expect:
+        bad.append("dumps from ranks %s, expected %s" % (c["dumped"], expect))
+    if not c["first_error"]:
+        bad.append("conflux-trace reports no error")
+    if scenario == "link_down" and "network between nodes 0 1" not in c["network"]:
+        bad.append("conflux-trace does not suspect the network: %r" % c["network"])
+    if scenario == "kill_rank" and (not c["suspects"] or c["suspects"][0]["rank"] != victim):
+        bad.append("conflux-trace suspects %s, expected rank %d first" % (c["suspects"], victim))
+    return bad
+
+
 def main(argv):
     prog, scenario = argv[1], argv[2]
+    trace_prog = argv[3] if len(argv) > 3 else None
     problem = nc.capability_problem()
     if problem:
         print("netns: skipped: " + problem)
         return nc.SKIP_RC
+    trace_dir = tempfile.mkdtemp(prefix="cfx-faults-trace-") if trace_prog else None
+    try:
+        return run(prog, scenario, trace_prog, trace_dir)
+    finally:
+        if trace_dir:
+            shutil.rmtree(trace_dir, ignore_errors=True)
+
+
+def run(prog, scenario, trace_prog, trace_dir):
     before = shm_segments()
     victim = 3  # node 1, local rank 1
     with nc.Cluster(nodes=2, ranks_per_node=2) as c:
         prefix = c.prefix
-        job = c.start([prog, "--loop", str(4 << 20), "60"], capture=True,
-                      env={"CONFLUX_TIMEOUT_MS": str(TIMEOUT_MS)})
+        env = {"CONFLUX_TIMEOUT_MS": str(TIMEOUT_MS)}
+        if trace_dir:
+            env["CONFLUX_TRACE_DIR"] = trace_dir
+        job = c.start([prog, "--loop", str(4 << 20), "60"], capture=True, env=env)
         end = time.monotonic() + 60
         while time.monotonic() < end and not all(
                 any("looping" in t for _, t in r.lines) for r in job.ranks):
@@ -86,6 +129,8 @@ def main(argv):
     ns = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout
     if prefix in ns:
         bad.append("namespaces of %s remain" % prefix)
+    if trace_prog:
+        bad += check_trace(trace_prog, trace_dir, scenario, victim, len(res.ranks))
     print("%s: all ranks ended %.0f ms after the fault" % (scenario, elapsed_ms))
     for b in bad:
         print("FAIL: " + b)

@@ -28,6 +28,13 @@ conflux_add_test(test_recent_buffers
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_recent_buffers.cc
   LIBS conflux_runtime
   LABELS unit)
+# The flight recorder's ring and dump (src/flight_recorder.h), and conflux-trace's analysis of dumps.
+if(TARGET conflux_trace_analysis)
+  conflux_add_test(test_flight_recorder
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_flight_recorder.cc
+    LIBS conflux_runtime conflux_trace_analysis
+    LABELS unit)
+endif()
 conflux_add_test(test_executor_fake
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_executor_fake.cc
   LIBS conflux_runtime
