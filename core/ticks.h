@@ -32,23 +32,21 @@ class TickScale {
  public:
   TickScale() : startTicks_(ticksNow()), startWall_(wallNowNs()), startSteady_(steadyNowNs()) {}
 
-  /// Nanoseconds since the Unix epoch of tick count `t` (rated against the clocks read now).
-  int64_t wallNs(uint64_t t) const {
+  /// Nanoseconds per tick, measured from the scale's making until now. Convert a batch of readings with
+  /// one rate so that equal ticks give equal times.
+  double nsPerTick() const {
     const uint64_t nowTicks = ticksNow();
     const int64_t nowSteady = steadyNowNs();
-    const double nsPerTick = nowTicks > startTicks_ ? static_cast<double>(nowSteady - startSteady_) /
-                                                          static_cast<double>(nowTicks - startTicks_)
-                                                    : 1.0;
-    const double sinceStart = static_cast<double>(static_cast<int64_t>(t - startTicks_)) * nsPerTick;
-    return startWall_ + static_cast<int64_t>(sinceStart);
+    return nowTicks > startTicks_ ? static_cast<double>(nowSteady - startSteady_) / static_cast<double>(nowTicks - startTicks_)
+                                  : 1.0;
   }
-  /// Nanoseconds between two tick counts, rated as wallNs.
-  double spanNs(uint64_t from, uint64_t to) const {
-    const uint64_t nowTicks = ticksNow();
-    const double nsPerTick = nowTicks > startTicks_ ? static_cast<double>(steadyNowNs() - startSteady_) /
-                                                          static_cast<double>(nowTicks - startTicks_)
-                                                    : 1.0;
-    return static_cast<double>(static_cast<int64_t>(to - from)) * nsPerTick;
+  /// Nanoseconds since the Unix epoch of tick count `t`, at `rate` (nsPerTick()).
+  int64_t wallNs(uint64_t t, double rate) const {
+    return startWall_ + static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(t - startTicks_)) * rate);
+  }
+  /// Nanoseconds between two tick counts, at `rate`.
+  static double spanNs(uint64_t from, uint64_t to, double rate) {
+    return static_cast<double>(static_cast<int64_t>(to - from)) * rate;
   }
 
   static int64_t wallNowNs() {

@@ -50,8 +50,18 @@ std::unique_ptr<CommunicatorImpl> CommunicatorImpl::create(const bootstrap::Uniq
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
-  // Destroyed in error before any dump was written (a failure no call of this rank saw): one now.
-  if (recorder_ != nullptr && hasError_.load() && !dumped_.load()) recorder_->dump("destroy");
+  // Destroyed in error before any dump was written (a failure no call of this rank saw, such as a
+  // peer's while this rank was between calls): one now.
+  if (recorder_ != nullptr && !dumped_.load()) {
+    if (Status e = asyncError(); !e) {
+      int failedRank = -1;
+      if (world_) {
+        if (auto posted = world_->error()) failedRank = posted->failedRank;
+      }
+      recorder_->noteError(e, failedRank);
+      recorder_->dump("destroy");
+    }
+  }
   if (net_ == nullptr) return;
   if (hasError_.load()) {
     announceOnce();  // an abort() that no call saw: the other nodes still learn of it before the sockets close
@@ -231,7 +241,7 @@ void CommunicatorImpl::setCostModel(const CommOptions& options, int timeoutMs, c
   }
 }
 
-bool CommunicatorImpl::recordError(const Status& s) {
+bool CommunicatorImpl::recordError(const Status& s, int failedRank) {
   bool first = false;
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
@@ -241,9 +251,11 @@ bool CommunicatorImpl::recordError(const Status& s) {
   }
   if (first && recorder_ != nullptr) {
     // The rank at fault, as the executor posted it (this rank's own report or a peer's).
-    int failedRank = -1;
-    if (world_) {
-      if (auto posted = world_->error()) failedRank = posted->failedRank;
+    if (failedRank == kPostedRank) {
+      failedRank = -1;
+      if (world_) {
+        if (auto posted = world_->error()) failedRank = posted->failedRank;
+      }
     }
     recorder_->noteError(s, failedRank);
   }
@@ -280,7 +292,7 @@ void CommunicatorImpl::abort() {
   // Any thread may abort: the network is left to the thread running calls. The error is recorded before
   // the flag that stops the call, so that the call's own failure does not come first and the other
   // nodes hear that this rank aborted.
-  recordError(Status(Code::Aborted, "rank " + std::to_string(rank_) + " aborted the communicator"));
+  recordError(Status(Code::Aborted, "rank " + std::to_string(rank_) + " aborted the communicator"), rank_);
   aborted_.store(true, std::memory_order_release);
   if (world_) {
     shm::SharedError e;

@@ -156,11 +156,16 @@ class CommunicatorImpl {
   /// Records the first error of the communicator (sticky) and announces it to the other nodes; returns s.
   /// Call-path only (it drives the network).
   Status failed(const Status& s);
-  /// Records `s` if it is the first error; true when it was (the flight recorder notes it too).
-  bool recordError(const Status& s);
-  /// The flight recorder's end of the call in progress; a failed call of a communicator in error
-  /// writes the recorder's dump.
-  void finishCall(const Status& s);
+  /// Records `s` if it is the first error; true when it was. The flight recorder notes it too, naming
+  /// `failedRank`, or by default the rank the executor's posted error names.
+  static constexpr int kPostedRank = -2;
+  bool recordError(const Status& s, int failedRank = kPostedRank);
+  /// Runs `body` as the call the flight recorder's `cursor` records: ends the entry with its result,
+  /// and a failed call of a communicator in error writes the recorder's dump.
+  template <class Body>
+  Status traced(TraceCursor cursor, const Body& body);
+  Status runTraced(const CallArgs& a);
+  Status runP2pTraced(const std::vector<P2pOp>& ops);
   /// What run() and runP2p() answer once the communicator is out of service (error `e`): the first such
   /// answer writes the dump when none was written yet (this rank was idle when a peer failed).
   Status refuse(const Status& e);

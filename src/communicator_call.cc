@@ -73,41 +73,47 @@ const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& 
 CommunicatorImpl::Entry CommunicatorImpl::enter() {
   // One counter reading when the lock is free at once (the usual case): queued and started coincide.
   Entry e;
-  e.queuedTicks = ticksNow();
+  e.queuedTicks = recorder_->enabled() ? ticksNow() : 0;
   e.lock = std::unique_lock<std::mutex>(mutex_, std::try_to_lock);
   e.startTicks = e.queuedTicks;
   if (!e.lock.owns_lock()) {
     e.lock.lock();
-    e.startTicks = ticksNow();
+    e.startTicks = recorder_->enabled() ? ticksNow() : 0;
   }
   return e;
+}
+
+template <class Body>
+Status CommunicatorImpl::traced(TraceCursor cursor, const Body& body) {
+  // A call that threw past here (an allocation failure) left its entry started: it failed.
+  if (cursor.active() && current_.active()) FlightRecorder::end(current_, false, ticksNow());
+  current_ = cursor;
+  Status s = body();  // one named result, returned as is: no copies of the Status on the fast path
+  FlightRecorder::end(current_, s.isOk(), cursor.active() ? ticksNow() : 0);
+  current_ = TraceCursor();
+  if (!s && hasError_.load(std::memory_order_acquire)) dumpFor(s);
+  return s;
 }
 
 Status CommunicatorImpl::run(const CallArgs& a) {
   const Entry entry = enter();
   if (Status e = asyncError(); !e) return refuse(e);
   if (a.count == 0) return Status::ok();
-  current_ = recorder_->begin(a.coll, a.dtype, a.op, a.root, a.count, a.count * dataTypeSize(a.dtype),
-                              entry.queuedTicks, entry.startTicks);
-  Status s;
+  return traced(recorder_->begin(a.coll, a.dtype, a.op, a.root, a.count, a.count * dataTypeSize(a.dtype),
+                                 entry.queuedTicks, entry.startTicks),
+                [&] { return runTraced(a); });
+}
+
+Status CommunicatorImpl::runTraced(const CallArgs& a) {
 #if CONFLUX_HAVE_CUDA
   if (const DeviceCalls::Places places = DeviceCalls::placesOf(a); places.onDevice()) {
-    recorder_->setAlgorithm(current_, deviceAlgorithm_);  // the staged path names its host plan instead
-    s = device().run(a, places);
-    if (!s && s.code() != Code::InvalidUsage) s = failed(s);
-    finishCall(s);
+    FlightRecorder::setAlgorithm(current_, deviceAlgorithm_);  // the staged path names its host plan instead
+    Status s = device().run(a, places);
+    if (!s && s.code() != Code::InvalidUsage) return failed(s);
     return s;
   }
 #endif
-  s = runLocked(a);
-  finishCall(s);
-  return s;
-}
-
-void CommunicatorImpl::finishCall(const Status& s) {
-  recorder_->end(current_, s.isOk());
-  current_ = TraceCursor();
-  if (!s && hasError_.load(std::memory_order_acquire)) dumpFor(s);
+  return runLocked(a);
 }
 
 Status CommunicatorImpl::refuse(const Status& e) {
@@ -179,7 +185,7 @@ Status CommunicatorImpl::runLocked(const CallArgs& a) {
     return e.status();  // nothing was communicated: the communicator stays usable
   }
   const Plan* plan = cached->plan.get();
-  recorder_->setAlgorithm(current_, cached->traceAlgorithm);
+  FlightRecorder::setAlgorithm(current_, cached->traceAlgorithm);
   CFX_INFO(kColl, "%s count=%llu %s %s root=%d: %s (%s)", std::string(collectiveName(a.coll)).c_str(),
            static_cast<unsigned long long>(a.count), std::string(dataTypeName(a.dtype)).c_str(),
            std::string(redOpName(a.op)).c_str(), a.root, plan->algorithm.c_str(), cached->selection.reason.c_str());
@@ -244,7 +250,7 @@ Status CommunicatorImpl::runEagerCall(const CallArgs& a, const void* scalar, uin
   c.eagerSeq = ++eagerSeq_;
   c.callSeq = ++seq_;
   c.trace = current_;
-  recorder_->setAlgorithm(current_, eagerAlgorithm_);
+  FlightRecorder::setAlgorithm(current_, eagerAlgorithm_);
   Status s = runEager(c, *world_, env_, work_);
   if (!s) return failed(s);
   return s;
@@ -255,20 +261,20 @@ Status CommunicatorImpl::runP2p(const std::vector<P2pOp>& ops) {
   if (Status e = asyncError(); !e) return refuse(e);
   uint64_t sent = 0;
   for (const P2pOp& op : ops) sent += op.isSend ? op.bytes : 0;
-  current_ = recorder_->beginP2p(ops.size(), sent, entry.queuedTicks, entry.startTicks);
-  recorder_->setAlgorithm(current_, p2pAlgorithm_);
-  Status s;
+  const TraceCursor cursor = recorder_->beginP2p(ops.size(), sent, entry.queuedTicks, entry.startTicks);
+  FlightRecorder::setAlgorithm(cursor, p2pAlgorithm_);
+  return traced(cursor, [&] { return runP2pTraced(ops); });
+}
+
+Status CommunicatorImpl::runP2pTraced(const std::vector<P2pOp>& ops) {
 #if CONFLUX_HAVE_CUDA
   if (DeviceCalls::touchesDevice(ops)) {
-    s = device().runP2p(ops);
-    if (!s && s.code() != Code::InvalidUsage) s = failed(s);
-    finishCall(s);
+    Status s = device().runP2p(ops);
+    if (!s && s.code() != Code::InvalidUsage) return failed(s);
     return s;
   }
 #endif
-  s = runP2pLocked(ops);
-  finishCall(s);
-  return s;
+  return runP2pLocked(ops);
 }
 
 Status CommunicatorImpl::runP2pLocked(const std::vector<P2pOp>& ops) {

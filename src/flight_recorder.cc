@@ -22,38 +22,11 @@
 
 namespace conflux {
 
-struct TraceCursor::Slot {
-  std::atomic<uint32_t> version{0};  // odd while the call thread writes
-  std::atomic<uint64_t> seq{0};
-  std::atomic<uint64_t> kind{0};  // coll | dtype << 8 | op << 16 | state << 24 | p2p << 30 | root << 32
-  std::atomic<uint64_t> count{0};
-  std::atomic<uint64_t> bytes{0};
-  std::atomic<uint64_t> algorithm{0};
-  std::atomic<uint64_t> queued{0}, start{0}, end{0};
-  std::atomic<uint64_t> wait{~uint64_t{0}};  // round (low 32 bits) | peer << 32, all ones: never waited
-
-  // Single writer: the version goes odd, the fields change, the version goes even again.
-  template <class F>
-  void write(F&& f) {
-    const uint32_t v = version.load(std::memory_order_relaxed);
-    version.store(v + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    f();
-    version.store(v + 2, std::memory_order_release);
-  }
-};
-
 namespace {
 
-constexpr uint64_t kStateShift = 24;
-constexpr uint64_t kStateMask = uint64_t{0x3f} << kStateShift;
-constexpr uint64_t kP2pBit = uint64_t{1} << 30;
-
-uint64_t packKind(Collective coll, DataType dtype, RedOp op, TraceState state, bool p2p, int root) {
-  return static_cast<uint64_t>(coll) | static_cast<uint64_t>(static_cast<uint8_t>(dtype)) << 8 |
-         static_cast<uint64_t>(static_cast<uint8_t>(op)) << 16 | static_cast<uint64_t>(state) << kStateShift |
-         (p2p ? kP2pBit : 0) | static_cast<uint64_t>(static_cast<uint32_t>(root)) << 32;
-}
+using trace_detail::kP2pBit;
+using trace_detail::kStateShift;
+using trace_detail::Slot;
 
 // One process-wide scale, made with the first recorder, so that a dump rates ticks over a long span.
 const TickScale& tickScale() {
@@ -116,17 +89,10 @@ const char* traceStateName(TraceState s) {
   return "unknown";
 }
 
-void TraceCursor::noteWait(int round, int peer) const {
-  if (slot_ == nullptr) return;
-  const uint64_t w = static_cast<uint32_t>(round) | static_cast<uint64_t>(static_cast<uint32_t>(peer)) << 32;
-  if (slot_->wait.load(std::memory_order_relaxed) == w) return;  // the same wait again: nothing new
-  slot_->write([&] { slot_->wait.store(w, std::memory_order_relaxed); });
-}
-
 FlightRecorder::FlightRecorder(TraceIdentity id, size_t entries, std::string dir)
     : id_(std::move(id)), dir_(std::move(dir)), capacity_(entries) {
   (void)tickScale();
-  if (capacity_ > 0) slots_ = std::make_unique<TraceCursor::Slot[]>(capacity_);
+  if (capacity_ > 0) slots_ = std::make_unique<Slot[]>(capacity_);
   std::lock_guard<std::mutex> lock(registryMutex());
   registry().push_back(this);
 }
@@ -151,56 +117,28 @@ std::string FlightRecorder::algorithmName(uint32_t index) const {
   return index >= 1 && index <= names_.size() ? names_[index - 1] : std::string();
 }
 
-TraceCursor::Slot* FlightRecorder::slotAt(uint64_t index) const { return &slots_[index % capacity_]; }
-
 TraceCursor FlightRecorder::start(uint64_t seq, uint64_t packedKind, uint64_t count, uint64_t bytes,
                                   uint64_t queuedTicks, uint64_t startTicks) {
-  TraceCursor c;
-  if (capacity_ == 0) return c;
   const uint64_t index = written_.load(std::memory_order_relaxed);
-  TraceCursor::Slot* s = slotAt(index);
-  s->write([&] {
-    s->seq.store(seq, std::memory_order_relaxed);
-    s->kind.store(packedKind, std::memory_order_relaxed);
-    s->count.store(count, std::memory_order_relaxed);
-    s->bytes.store(bytes, std::memory_order_relaxed);
-    s->algorithm.store(0, std::memory_order_relaxed);
-    s->queued.store(queuedTicks, std::memory_order_relaxed);
-    s->start.store(startTicks, std::memory_order_relaxed);
-    s->end.store(0, std::memory_order_relaxed);
-    s->wait.store(~uint64_t{0}, std::memory_order_relaxed);
-  });
+  Slot* s = slotAt(index);
+  const uint32_t v = s->version.load(std::memory_order_relaxed);
+  s->version.store(v + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  s->index.store(index, std::memory_order_relaxed);
+  s->seq.store(seq, std::memory_order_relaxed);
+  s->kind.store(packedKind, std::memory_order_relaxed);
+  s->count.store(count, std::memory_order_relaxed);
+  s->bytes.store(bytes, std::memory_order_relaxed);
+  s->algorithm.store(0, std::memory_order_relaxed);
+  s->queued.store(queuedTicks, std::memory_order_relaxed);
+  s->start.store(startTicks, std::memory_order_relaxed);
+  s->end.store(0, std::memory_order_relaxed);
+  s->wait.store(~uint64_t{0}, std::memory_order_relaxed);
+  s->version.store(v + 2, std::memory_order_release);
   written_.store(index + 1, std::memory_order_release);
+  TraceCursor c;
   c.slot_ = s;
   return c;
-}
-
-TraceCursor FlightRecorder::begin(Collective coll, DataType dtype, RedOp op, int root, uint64_t count, uint64_t bytes,
-                                  uint64_t queuedTicks, uint64_t startTicks) {
-  return start(++collSeq_, packKind(coll, dtype, op, TraceState::Started, false, root), count, bytes, queuedTicks,
-               startTicks);
-}
-
-TraceCursor FlightRecorder::beginP2p(uint64_t ops, uint64_t bytes, uint64_t queuedTicks, uint64_t startTicks) {
-  return start(++p2pSeq_, packKind(Collective::SendRecv, DataType::Uint8, RedOp::Sum, TraceState::Started, true, -1),
-               ops, bytes, queuedTicks, startTicks);
-}
-
-void FlightRecorder::setAlgorithm(const TraceCursor& c, uint32_t algorithm) {
-  if (c.slot_ == nullptr || c.slot_->algorithm.load(std::memory_order_relaxed) == algorithm) return;
-  c.slot_->write([&] { c.slot_->algorithm.store(algorithm, std::memory_order_relaxed); });
-}
-
-void FlightRecorder::end(const TraceCursor& c, bool ok) {
-  if (c.slot_ == nullptr) return;
-  TraceCursor::Slot* s = c.slot_;
-  const uint64_t now = ticksNow();
-  const TraceState state = ok ? TraceState::Completed : TraceState::Failed;
-  s->write([&] {
-    const uint64_t k = s->kind.load(std::memory_order_relaxed);
-    s->kind.store((k & ~kStateMask) | static_cast<uint64_t>(state) << kStateShift, std::memory_order_relaxed);
-    s->end.store(now, std::memory_order_relaxed);
-  });
 }
 
 void FlightRecorder::noteError(const Status& s, int failedRank) {
@@ -218,41 +156,46 @@ std::vector<TraceRecord> FlightRecorder::snapshot(size_t max) const {
   const uint64_t n = std::min<uint64_t>({written, capacity_, max});
   out.reserve(n);
   for (uint64_t i = written - n; i < written; ++i) {
-    const TraceCursor::Slot* s = slotAt(i);
+    const Slot* s = slotAt(i);
+    // A rewrite overlapping the copy makes the versions differ (or odd): copy again. A slot that holds
+    // another call than the i-th (the ring wrapped while we read) is left out: it is newer than the
+    // snapshot, and out of order here.
+    bool copied = false;
     TraceRecord r;
-    // A write overlapping the copy makes the versions differ (or odd): copy again. The writer is one
-    // thread doing a few stores, so a handful of tries suffices; a slot rewritten meanwhile (the ring
-    // wrapped) simply yields the newer call.
-    for (int attempt = 0; attempt < 1000; ++attempt) {
+    for (int attempt = 0; attempt < 1000 && !copied; ++attempt) {
       const uint32_t v1 = s->version.load(std::memory_order_acquire);
       if (v1 & 1u) {
         std::this_thread::yield();
         continue;
       }
-      const uint64_t kind = s->kind.load(std::memory_order_relaxed);
+      const uint64_t index = s->index.load(std::memory_order_relaxed);
       r.seq = s->seq.load(std::memory_order_relaxed);
       r.count = s->count.load(std::memory_order_relaxed);
       r.bytes = s->bytes.load(std::memory_order_relaxed);
-      r.algorithm = static_cast<uint32_t>(s->algorithm.load(std::memory_order_relaxed));
       r.queuedTicks = s->queued.load(std::memory_order_relaxed);
       r.startTicks = s->start.load(std::memory_order_relaxed);
+      // The state is stored after the end time (release): read it first, with acquire.
+      const uint64_t kind = s->kind.load(std::memory_order_acquire);
       r.endTicks = s->end.load(std::memory_order_relaxed);
+      r.algorithm = s->algorithm.load(std::memory_order_relaxed);
       const uint64_t w = s->wait.load(std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_acquire);
       if (s->version.load(std::memory_order_relaxed) != v1) continue;
+      if (index != i) break;
       r.coll = static_cast<Collective>(kind & 0xff);
       r.dtype = static_cast<DataType>((kind >> 8) & 0xff);
       r.op = static_cast<RedOp>((kind >> 16) & 0xff);
       r.state = static_cast<TraceState>((kind >> kStateShift) & 0x3f);
       r.p2p = (kind & kP2pBit) != 0;
       r.root = static_cast<int32_t>(kind >> 32);
+      if (r.state == TraceState::Started) r.endTicks = 0;  // an end being written: not ended yet
       if (w != ~uint64_t{0}) {
         r.waitRound = static_cast<int32_t>(w & 0xffffffffu);
         r.waitPeer = static_cast<int32_t>(w >> 32);
       }
-      break;
+      copied = true;
     }
-    out.push_back(r);
+    if (copied) out.push_back(r);
   }
   return out;
 }
@@ -260,6 +203,7 @@ std::vector<TraceRecord> FlightRecorder::snapshot(size_t max) const {
 std::string FlightRecorder::toJson(const std::string& reason) const {
   const std::vector<TraceRecord> records = snapshot();
   const TickScale& scale = tickScale();
+  const double rate = scale.nsPerTick();
   std::string j;
   j.reserve(256 + records.size() * 320);
   j += "{\n";
@@ -337,15 +281,15 @@ std::string FlightRecorder::toJson(const std::string& reason) const {
     j += ",";
     appendField(j, "state", traceStateName(r.state));
     j += ",";
-    appendField(j, "queued_ns", scale.wallNs(r.queuedTicks));
+    appendField(j, "queued_ns", scale.wallNs(r.queuedTicks, rate));
     j += ",";
-    appendField(j, "start_ns", scale.wallNs(r.startTicks));
+    appendField(j, "start_ns", scale.wallNs(r.startTicks, rate));
     if (r.endTicks != 0) {
       j += ",";
-      appendField(j, "end_ns", scale.wallNs(r.endTicks));
+      appendField(j, "end_ns", scale.wallNs(r.endTicks, rate));
       j += ",\"duration_us\":";
       char buf[32];
-      std::snprintf(buf, sizeof buf, "%.3f", scale.spanNs(r.startTicks, r.endTicks) / 1e3);
+      std::snprintf(buf, sizeof buf, "%.3f", TickScale::spanNs(r.startTicks, r.endTicks, rate) / 1e3);
       j += buf;
     }
     if (r.waitRound >= 0) {

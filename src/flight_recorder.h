@@ -9,7 +9,7 @@
 // communicator's call mutex makes it one at a time); readers (a dump from another thread, the signal
 // dumper) copy an entry under its version counter, a seqlock, and retry when a write overlapped. Every
 // field is a relaxed atomic, so a torn read is detected, never undefined. A call costs two counter reads
-// (core/ticks.h) and a dozen plain stores.
+// (core/ticks.h) and a dozen plain stores into one 128-byte entry.
 #pragma once
 
 #include <atomic>
@@ -38,7 +38,7 @@ struct TraceRecord {
   TraceState state = TraceState::Queued;
   int32_t root = 0;
   uint64_t count = 0;   ///< elements (a point-to-point batch: its operations)
-  uint64_t bytes = 0;   ///< bytes this rank sends (the API's send buffer size)
+  uint64_t bytes = 0;   ///< count x the datatype's size (a point-to-point batch: the bytes it sends)
   uint32_t algorithm = 0;  ///< FlightRecorder::algorithmName index (0: not chosen yet)
   uint64_t queuedTicks = 0, startTicks = 0, endTicks = 0;
   int32_t waitRound = -1;  ///< 0-based round the call last blocked in, -1 when it never blocked
@@ -55,18 +55,52 @@ struct TraceIdentity {
 
 class FlightRecorder;
 
+namespace trace_detail {
+
+/// One ring entry. Only the call thread writes; the version is odd while it rewrites the entry for a
+/// new call (begin). Later changes of one field (algorithm, wait, end) are single atomic stores that a
+/// reader sees whole or not at all; the state goes last, with release, after the end time.
+struct alignas(64) Slot {
+  std::atomic<uint32_t> version{0};
+  std::atomic<uint32_t> algorithm{0};
+  std::atomic<uint64_t> index{~uint64_t{0}};  // which call of the recorder this is (0-based)
+  std::atomic<uint64_t> seq{0};
+  std::atomic<uint64_t> kind{0};  // coll | dtype << 8 | op << 16 | state << 24 | p2p << 30 | root << 32
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> queued{0}, start{0}, end{0};
+  std::atomic<uint64_t> wait{~uint64_t{0}};  // round (low 32 bits) | peer << 32; all ones: never waited
+};
+
+constexpr uint64_t kStateShift = 24;
+constexpr uint64_t kStateMask = uint64_t{0x3f} << kStateShift;
+constexpr uint64_t kP2pBit = uint64_t{1} << 30;
+
+inline uint64_t packKind(Collective coll, DataType dtype, RedOp op, TraceState state, bool p2p, int root) {
+  return static_cast<uint64_t>(coll) | static_cast<uint64_t>(static_cast<uint8_t>(dtype)) << 8 |
+         static_cast<uint64_t>(static_cast<uint8_t>(op)) << 16 | static_cast<uint64_t>(state) << kStateShift |
+         (p2p ? kP2pBit : 0) | static_cast<uint64_t>(static_cast<uint32_t>(root)) << 32;
+}
+
+}  // namespace trace_detail
+
 /// The entry of the call in progress, as the executor sees it: it notes where it blocks (slow path only).
 class TraceCursor {
  public:
   TraceCursor() = default;
+  /// A call is being recorded (false when the ring is empty).
+  bool active() const { return slot_ != nullptr; }
   /// The call blocked in `round` waiting for global rank `peer` (-1: unknown). Cheap; called before a
   /// rank sleeps, never on the fast path.
-  void noteWait(int round, int peer) const;
+  void noteWait(int round, int peer) const {
+    if (slot_ == nullptr) return;
+    const uint64_t w = static_cast<uint32_t>(round) | static_cast<uint64_t>(static_cast<uint32_t>(peer)) << 32;
+    slot_->wait.store(w, std::memory_order_relaxed);
+  }
 
  private:
   friend class FlightRecorder;
-  struct Slot;
-  Slot* slot_ = nullptr;
+  trace_detail::Slot* slot_ = nullptr;
 };
 
 class FlightRecorder {
@@ -81,15 +115,35 @@ class FlightRecorder {
   /// Interns an algorithm name (off the data path: when a plan is made); returns its index (>= 1).
   uint32_t internAlgorithm(const std::string& name);
 
-  // ---- the call thread only ----
+  // ---- the call thread only (inline: they run on every call) ----
   /// A new call enters the ring: made at queuedTicks, run from startTicks (ticksNow() readings); returns
   /// its cursor (inactive when the ring is empty).
   TraceCursor begin(Collective coll, DataType dtype, RedOp op, int root, uint64_t count, uint64_t bytes,
-                    uint64_t queuedTicks, uint64_t startTicks);
-  /// A new point-to-point batch of `ops` operations.
-  TraceCursor beginP2p(uint64_t ops, uint64_t bytes, uint64_t queuedTicks, uint64_t startTicks);
-  void setAlgorithm(const TraceCursor& c, uint32_t algorithm);
-  void end(const TraceCursor& c, bool ok);
+                    uint64_t queuedTicks, uint64_t startTicks) {
+    if (capacity_ == 0) return {};
+    return start(++collSeq_, trace_detail::packKind(coll, dtype, op, TraceState::Started, false, root), count, bytes,
+                 queuedTicks, startTicks);
+  }
+  /// A new point-to-point batch of `ops` operations that sends `bytes`.
+  TraceCursor beginP2p(uint64_t ops, uint64_t bytes, uint64_t queuedTicks, uint64_t startTicks) {
+    if (capacity_ == 0) return {};
+    return start(++p2pSeq_,
+                 trace_detail::packKind(Collective::SendRecv, DataType::Uint8, RedOp::Sum, TraceState::Started, true, -1),
+                 ops, bytes, queuedTicks, startTicks);
+  }
+  static void setAlgorithm(const TraceCursor& c, uint32_t algorithm) {
+    if (c.slot_ != nullptr) c.slot_->algorithm.store(algorithm, std::memory_order_relaxed);
+  }
+  /// The call ended now (`endTicks`), completed or failed.
+  static void end(const TraceCursor& c, bool ok, uint64_t endTicks) {
+    trace_detail::Slot* s = c.slot_;
+    if (s == nullptr) return;
+    s->end.store(endTicks, std::memory_order_relaxed);
+    const uint64_t k = s->kind.load(std::memory_order_relaxed);
+    const TraceState state = ok ? TraceState::Completed : TraceState::Failed;
+    s->kind.store((k & ~trace_detail::kStateMask) | static_cast<uint64_t>(state) << trace_detail::kStateShift,
+                  std::memory_order_release);
+  }
 
   /// Records the communicator's first error (its code, message and the rank it names, -1 if none).
   void noteError(const Status& s, int failedRank);
@@ -112,7 +166,7 @@ class FlightRecorder {
 
  private:
   friend class TraceCursor;
-  TraceCursor::Slot* slotAt(uint64_t index) const;
+  trace_detail::Slot* slotAt(uint64_t index) const { return &slots_[index % capacity_]; }
   TraceCursor start(uint64_t seq, uint64_t packedKind, uint64_t count, uint64_t bytes, uint64_t queuedTicks,
                     uint64_t startTicks);
   std::string algorithmName(uint32_t index) const;
@@ -120,7 +174,7 @@ class FlightRecorder {
   TraceIdentity id_;
   std::string dir_;
   size_t capacity_ = 0;
-  std::unique_ptr<TraceCursor::Slot[]> slots_;
+  std::unique_ptr<trace_detail::Slot[]> slots_;
   std::atomic<uint64_t> written_{0};  // entries begun so far (the next one's index)
   uint64_t collSeq_ = 0, p2pSeq_ = 0;  // call thread only
 

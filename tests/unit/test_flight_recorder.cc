@@ -35,7 +35,7 @@ void call(FlightRecorder& r, uint64_t count, bool complete = true, bool ok = tru
   const uint64_t t = ticksNow();
   TraceCursor c = r.begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, count, count * 4, t, t);
   r.setAlgorithm(c, r.internAlgorithm("ring"));
-  if (complete) r.end(c, ok);
+  if (complete) FlightRecorder::end(c, ok, ticksNow());
 }
 
 trace::RankDump reparse(const FlightRecorder& r, const std::string& reason = "error") {
@@ -80,7 +80,7 @@ TEST(FlightRecorder, RecordsStateAlgorithmAndWaits) {
   TraceCursor c = r.begin(Collective::Broadcast, DataType::Int64, RedOp::Sum, 2, 5, 40, t, t);
   c.noteWait(1, 2);
   TraceCursor p = r.beginP2p(3, 100, t, t);
-  r.end(p, false);
+  FlightRecorder::end(p, false, ticksNow());
   auto recs = r.snapshot();
   ASSERT_EQ(recs.size(), 3u);
   EXPECT_EQ(recs[1].coll, Collective::Broadcast);
@@ -106,6 +106,8 @@ TEST(FlightRecorder, RecordsStateAlgorithmAndWaits) {
   EXPECT_EQ(j["entries"][0]["algorithm"], "ring");
   EXPECT_EQ(j["entries"][0]["state"], "completed");
   EXPECT_TRUE(j["entries"][0].contains("duration_us"));
+  EXPECT_EQ(j["entries"][0]["queued_ns"], j["entries"][0]["start_ns"]);  // one tick, one time
+  EXPECT_LE(j["entries"][0]["start_ns"].get<int64_t>(), j["entries"][0]["end_ns"].get<int64_t>());
   EXPECT_EQ(j["entries"][1]["collective"], "broadcast");
   EXPECT_EQ(j["entries"][1]["waited"]["round"], 2);  // 1-based in the dump
   EXPECT_EQ(j["entries"][1]["waited"]["peer"], 2);
@@ -168,7 +170,7 @@ TEST(FlightRecorder, ReadersNeverSeeATornEntry) {
     const uint64_t t = ticksNow();
     TraceCursor c = r.begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 3 * i, 5 * i, t, t);
     c.noteWait(0, static_cast<int>(i % 7));
-    r.end(c, true);
+    FlightRecorder::end(c, true, ticksNow());
   }
   stop = true;
   reader.join();
@@ -189,7 +191,7 @@ TEST(TraceAnalysis, NamesTheRankThatNeverJoined) {
     const uint64_t t = ticksNow();
     TraceCursor c = ranks[r]->begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 64, 256, t, t);
     c.noteWait(0, 1);
-    ranks[r]->end(c, false);
+    FlightRecorder::end(c, false, ticksNow());
     ranks[r]->noteError(Status(Code::Timeout, "no progress"), 1);
   }
   std::vector<trace::RankDump> dumps{reparse(*ranks[0]), reparse(*ranks[1], "signal"), reparse(*ranks[2])};
@@ -220,7 +222,7 @@ TEST(TraceAnalysis, AMissingDumpWaitedForIsTheSuspect) {
     const uint64_t t = ticksNow();
     TraceCursor c = ranks[r]->begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 8, 32, t, t);
     c.noteWait(0, r == 3 ? 0 : 2);  // rank 3 waits for rank 0, which waits for rank 2
-    ranks[r]->end(c, false);
+    FlightRecorder::end(c, false, ticksNow());
   }
   auto reports = trace::analyze({reparse(*ranks[0]), reparse(*ranks[1]), reparse(*ranks[3])});
   ASSERT_EQ(reports.size(), 1u);
@@ -287,7 +289,7 @@ TEST(TraceAnalysis, RanksThatAllWaitAcrossNodesPointAtTheNetwork) {
     const uint64_t t = ticksNow();
     TraceCursor c = ranks[r]->begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 8, 32, t, t);
     c.noteWait(1, (r + 2) % 4);
-    ranks[r]->end(c, false);
+    FlightRecorder::end(c, false, ticksNow());
   }
   std::vector<trace::RankDump> dumps;
   for (auto& r : ranks) dumps.push_back(reparse(*r));
@@ -308,4 +310,74 @@ TEST(TraceAnalysis, RanksThatAllWaitAcrossNodesPointAtTheNetwork) {
   dumps[2] = reparse(two);
   dumps[3] = reparse(three);
   EXPECT_TRUE(trace::analyze(dumps)[0].network.empty()) << trace::analyze(dumps)[0].network;
+}
+
+// A call of `r` left in progress, blocked waiting for `peer`.
+void waitIn(FlightRecorder& r, int peer) {
+  const uint64_t t = ticksNow();
+  TraceCursor c = r.begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 8, 32, t, t);
+  c.noteWait(0, peer);
+}
+
+TEST(TraceAnalysis, AChainOfWaitsPointsAtItsEnd) {
+  // Ranks 1..4 wait for rank 0 (their node's leader), which waits for rank 5, which never joined.
+  std::vector<std::unique_ptr<FlightRecorder>> ranks;
+  std::vector<trace::RankDump> dumps;
+  for (int r = 0; r < 6; ++r) {
+    ranks.push_back(std::make_unique<FlightRecorder>(rankIdentity(r, 6), 8, ""));
+    call(*ranks[r], 8);
+    if (r < 5) waitIn(*ranks[r], r == 0 ? 5 : 0);
+    dumps.push_back(reparse(*ranks[r]));
+  }
+  auto rep = trace::analyze(dumps).at(0);
+  ASSERT_GE(rep.suspects.size(), 1u);
+  EXPECT_EQ(rep.suspects[0], 5) << trace::toText({rep});
+  EXPECT_EQ(rep.suspects.size(), 1u) << "the leader in the middle of the chain is not a suspect: " << trace::toText({rep});
+}
+
+TEST(TraceAnalysis, RanksWithoutCollectivesAndBadPeersAreNotSuspects) {
+  // Rank 2's ring holds point-to-point batches only; rank 1 claims to wait for rank 9 of 3; ranks 0 and
+  // 1 disagree on call #2.
+  FlightRecorder r0(rankIdentity(0, 3), 8, ""), r1(rankIdentity(1, 3), 8, ""), r2(rankIdentity(2, 3), 8, "");
+  call(r0, 8);
+  call(r0, 16);
+  call(r1, 8);
+  waitIn(r1, 9);
+  const uint64_t t = ticksNow();
+  FlightRecorder::end(r2.beginP2p(2, 64, t, t), true, ticksNow());
+  auto rep = trace::analyze({reparse(r0), reparse(r1), reparse(r2)}).at(0);
+  EXPECT_EQ(rep.ranks[2].state, "no calls recorded");
+  EXPECT_EQ(rep.ranks[1].waitPeer, -1);
+  EXPECT_EQ(rep.divergedAt, 2u);
+  EXPECT_NE(rep.mismatch.find("call #2"), std::string::npos) << rep.mismatch;
+  for (int s : rep.suspects) {
+    EXPECT_NE(s, 2) << trace::toText({rep});
+    EXPECT_LT(s, 3);
+  }
+}
+
+TEST(TraceAnalysis, ARankAheadOfItsRingCompletedTheCall) {
+  // Rank 1 ran 10 calls with a ring of 4 (it holds 7..10); rank 0 is stuck in call #3.
+  FlightRecorder r0(rankIdentity(0, 2), 8, ""), r1(rankIdentity(1, 2), 4, "");
+  call(r0, 8);
+  call(r0, 8);
+  waitIn(r0, 1);
+  for (int i = 0; i < 10; ++i) call(r1, 8);
+  auto rep = trace::analyze({reparse(r0), reparse(r1)}).at(0);
+  EXPECT_EQ(rep.divergedAt, 3u);
+  EXPECT_EQ(rep.ranks[1].state, "completed");
+  EXPECT_TRUE(rep.mismatch.empty()) << rep.mismatch;
+}
+
+TEST(TraceAnalysis, SignalDumpsAndSizeConflictsAreQualified) {
+  FlightRecorder r0(rankIdentity(0, 2), 8, ""), r1(rankIdentity(1, 2), 8, ""), odd(rankIdentity(1, 3), 8, "");
+  call(r0, 8);
+  call(r0, 8);
+  call(r1, 8);
+  auto rep = trace::analyze({reparse(r0, "signal"), reparse(r1, "signal")}).at(0);
+  EXPECT_EQ(rep.divergedAt, 2u);
+  EXPECT_NE(rep.note.find("SIGUSR1"), std::string::npos);
+  rep = trace::analyze({reparse(r0), reparse(odd)}).at(0);
+  EXPECT_NE(rep.conflict.find("disagree on the communicator's size"), std::string::npos);
+  EXPECT_NE(trace::toText({rep}).find("warning:"), std::string::npos);
 }

@@ -1,14 +1,15 @@
 // conflux-trace's reasoning over the ranks' dumps; see trace_analysis.h.
 //
-// Per communicator (dumps grouped by comm.id):
-//   1. each dumped rank's last completed collective (sequence numbers are the same call on every rank);
+// Per communicator (dumps grouped by comm.id; ranks whose rings hold no collectives take no part):
+//   1. each rank's last completed collective (sequence numbers are the same call on every rank);
 //   2. lastCommon = the smallest of them; when some rank completed more, or is inside a call, the
 //      ranks diverged at lastCommon + 1: each rank is then completed / in it (started, failed, with the
 //      peer it last waited for) / not joined / without a dump;
 //   3. the first sequence number the ranks recorded with different arguments (a mismatch);
-//   4. suspects, scored: a rank that never joined the divergent call (4), one that wrote no dump (2),
-//      one per rank waiting for it there (1 each), the rank the first error names (1), the ranks on the
-//      smaller side of a mismatch (3).
+//   4. suspects, scored: a rank that never joined the divergent call (4), one on the smaller side of a
+//      mismatch (3), one that wrote no dump (2), the rank where a chain of waits ends (1 per rank whose
+//      chain ends there), the rank the first error names (1);
+//   5. the network, when every waiting rank waits across nodes (directly or through its node's ranks).
 #include "tools/trace/trace_analysis.h"
 
 #include <algorithm>
@@ -45,49 +46,43 @@ std::string utcTime(int64_t ns) {
   return buf;
 }
 
-const Call* findCall(const RankDump& d, uint64_t seq) {
-  for (const Call& c : d.calls) {
-    if (!c.p2p && c.seq == seq) return &c;
+// One rank's collectives, indexed by sequence number.
+struct RankView {
+  const RankDump* dump = nullptr;
+  std::map<uint64_t, const Call*> bySeq;
+  uint64_t lastCompleted = 0;  // 0: none completed among those recorded
+  bool known() const { return !bySeq.empty(); }  // it recorded collectives (not only point-to-point)
+  uint64_t first() const { return bySeq.begin()->first; }
+  uint64_t last() const { return bySeq.rbegin()->first; }
+  const Call* at(uint64_t seq) const {
+    auto it = bySeq.find(seq);
+    return it == bySeq.end() ? nullptr : it->second;
   }
-  return nullptr;
-}
+};
 
-uint64_t lastCompleted(const RankDump& d) {
-  uint64_t last = 0;
+RankView viewOf(const RankDump& d) {
+  RankView v;
+  v.dump = &d;
   for (const Call& c : d.calls) {
-    if (!c.p2p && c.state == "completed") last = std::max(last, c.seq);
+    if (c.p2p) continue;
+    v.bySeq[c.seq] = &c;
+    if (c.state == "completed") v.lastCompleted = std::max(v.lastCompleted, c.seq);
   }
-  return last;
-}
-
-uint64_t lastSeq(const RankDump& d) {
-  uint64_t last = 0;
-  for (const Call& c : d.calls) {
-    if (!c.p2p) last = std::max(last, c.seq);
-  }
-  return last;
-}
-
-uint64_t firstSeq(const RankDump& d) {
-  uint64_t first = UINT64_MAX;
-  for (const Call& c : d.calls) {
-    if (!c.p2p) first = std::min(first, c.seq);
-  }
-  return first;
+  return v;
 }
 
 // Step 3: the first call recorded with different arguments, and the ranks on its smaller sides.
-void findMismatch(const std::vector<const RankDump*>& dumps, CommReport& rep, std::vector<int>& minority) {
+void findMismatch(const std::map<int, RankView>& views, CommReport& rep, std::vector<int>& minority) {
   uint64_t from = 0, to = 0;
-  for (const RankDump* d : dumps) {
-    if (d->calls.empty()) continue;
-    from = std::max(from, firstSeq(*d));
-    to = std::max(to, lastSeq(*d));
+  for (const auto& [r, v] : views) {
+    if (!v.known()) continue;
+    from = std::max(from, v.first());
+    to = std::max(to, v.last());
   }
   for (uint64_t seq = std::max<uint64_t>(from, 1); seq <= to; ++seq) {
     std::map<std::string, std::vector<int>> bySignature;
-    for (const RankDump* d : dumps) {
-      if (const Call* c = findCall(*d, seq)) bySignature[c->signature()].push_back(d->rank);
+    for (const auto& [r, v] : views) {
+      if (const Call* c = v.at(seq)) bySignature[c->signature()].push_back(r);
     }
     if (bySignature.size() < 2) continue;
     rep.mismatch = "call #" + std::to_string(seq) + ":";
@@ -99,8 +94,8 @@ void findMismatch(const std::vector<const RankDump*>& dumps, CommReport& rep, st
       first = false;
     }
     // On a tie every side is suspect; otherwise the ranks outside the largest group.
-    bool tie = std::count_if(bySignature.begin(), bySignature.end(),
-                             [&](const auto& kv) { return kv.second.size() == largest; }) > 1;
+    const bool tie = std::count_if(bySignature.begin(), bySignature.end(),
+                                   [&](const auto& kv) { return kv.second.size() == largest; }) > 1;
     for (const auto& [sig, ranks] : bySignature) {
       if (tie || ranks.size() < largest) minority.insert(minority.end(), ranks.begin(), ranks.end());
     }
@@ -108,64 +103,116 @@ void findMismatch(const std::vector<const RankDump*>& dumps, CommReport& rep, st
   }
 }
 
+// Where a chain of waits at the divergent call ends: follows each waiting rank's peer while that peer
+// waits too; -1 when the chain loops (ranks waiting on one another, as across a cut link).
+int endOfWaits(const std::vector<RankAt>& ranks, int from) {
+  int cur = from;
+  for (size_t step = 0; step <= ranks.size(); ++step) {
+    const int next = ranks[cur].waitPeer;
+    if (next < 0) return cur;
+    cur = next;
+  }
+  return -1;
+}
+
+// Step 5: nobody is missing or behind, and every rank that waits does so across nodes, directly or
+// through ranks of its own node that do (a rank that never blocked is neutral).
+std::string networkSuspect(const CommReport& rep, const std::map<int, RankView>& views) {
+  if (rep.divergedAt == 0 || !rep.missing.empty()) return "";
+  std::set<int> nodes;
+  for (const RankAt& at : rep.ranks) {
+    if (at.state == "not joined" || at.state == "no calls recorded") return "";
+    if (at.state == "completed" || at.waitPeer < 0) continue;
+    int cur = at.rank;
+    bool reached = false;
+    for (int step = 0; step < rep.nranks && !reached; ++step) {
+      const int peer = rep.ranks[cur].waitPeer;
+      if (peer < 0) break;
+      const int here = views.at(cur).dump->node, there = views.at(peer).dump->node;
+      if (here != there) {
+        nodes.insert(here);
+        nodes.insert(there);
+        reached = true;
+      }
+      cur = peer;
+    }
+    if (!reached) return "";
+  }
+  if (nodes.size() < 2) return "";
+  return "every rank in call #" + std::to_string(rep.divergedAt) +
+         " waits for a rank on another node: suspect the network between nodes " +
+         ranksText(std::vector<int>(nodes.begin(), nodes.end()));
+}
+
 CommReport analyzeComm(const std::vector<const RankDump*>& dumps) {
   CommReport rep;
   rep.commId = dumps.front()->commId;
   rep.name = dumps.front()->commName;
-  rep.nranks = dumps.front()->nranks;
+  std::set<int> sizes;
+  for (const RankDump* d : dumps) sizes.insert(d->nranks);
+  rep.nranks = *sizes.rbegin();
+  if (sizes.size() > 1) {
+    rep.conflict = "the dumps disagree on the communicator's size (" +
+                   ranksText(std::vector<int>(sizes.begin(), sizes.end())) + " ranks): are they of one job?";
+  }
   std::map<int, const RankDump*> byRank;
   for (const RankDump* d : dumps) {
     auto [it, fresh] = byRank.emplace(d->rank, d);
     if (!fresh && d->writtenNs > it->second->writtenNs) it->second = d;  // the newest dump of a rank
   }
-  std::vector<const RankDump*> ranks;
+  std::map<int, RankView> views;
+  bool allSignal = true;
   for (int r = 0; r < rep.nranks; ++r) {
     auto it = byRank.find(r);
     if (it == byRank.end()) {
       rep.missing.push_back(r);
-    } else {
-      rep.dumped.push_back(r);
-      ranks.push_back(it->second);
+      continue;
     }
+    rep.dumped.push_back(r);
+    views.emplace(r, viewOf(*it->second));
+    allSignal &= it->second->reason == "signal";
   }
 
-  // Steps 1 and 2.
+  // Steps 1 and 2, over the ranks that recorded collectives.
   uint64_t lowest = UINT64_MAX, highest = 0;
-  bool inFlight = false;
-  for (const RankDump* d : ranks) {
-    const uint64_t done = lastCompleted(*d);
-    lowest = std::min(lowest, done);
-    highest = std::max(highest, done);
-    inFlight |= lastSeq(*d) > done;
+  bool inFlight = false, anyKnown = false;
+  for (const auto& [r, v] : views) {
+    if (!v.known()) continue;
+    anyKnown = true;
+    lowest = std::min(lowest, v.lastCompleted);
+    highest = std::max(highest, v.lastCompleted);
+    inFlight |= v.last() > v.lastCompleted;
   }
-  if (ranks.empty()) lowest = 0;
-  rep.lastCommon = lowest;
-  if (!ranks.empty() && (lowest != highest || inFlight)) rep.divergedAt = lowest + 1;
+  rep.lastCommon = anyKnown ? lowest : 0;
+  if (anyKnown && (lowest != highest || inFlight)) rep.divergedAt = lowest + 1;
+  if (rep.divergedAt != 0 && allSignal) {
+    rep.note = "every dump was taken on SIGUSR1, not at one moment: ranks a call apart may just be in flight";
+  }
 
-  std::map<int, int> waitedFor;  // peer -> ranks waiting for it at the divergence
   for (int r = 0; r < rep.nranks; ++r) {
     RankAt at;
     at.rank = r;
-    auto it = byRank.find(r);
-    if (it == byRank.end()) {
+    auto it = views.find(r);
+    if (it == views.end()) {
       at.state = "no dump";
-      rep.ranks.push_back(at);
-      continue;
-    }
-    at.lastCompleted = lastCompleted(*it->second);
-    const Call* c = rep.divergedAt != 0 ? findCall(*it->second, rep.divergedAt) : nullptr;
-    if (rep.divergedAt == 0) {
-      at.state = "completed";
-    } else if (c == nullptr) {
-      at.state = lastSeq(*it->second) >= rep.divergedAt ? "unrecorded" : "not joined";
+    } else if (!it->second.known()) {
+      at.state = "no calls recorded";  // only point-to-point batches in its ring: nothing to compare
     } else {
-      at.state = c->state;
-      if (c->state != "completed" && c->waitRound > 0) {
-        at.waitPeer = c->waitPeer;
-        at.waitRound = c->waitRound;
-        if (c->waitPeer >= 0) ++waitedFor[c->waitPeer];
+      const RankView& v = it->second;
+      at.lastCompleted = v.lastCompleted;
+      const Call* c = rep.divergedAt != 0 ? v.at(rep.divergedAt) : nullptr;
+      if (rep.divergedAt == 0 || v.lastCompleted >= rep.divergedAt) {
+        at.state = "completed";
+      } else if (c == nullptr) {
+        at.state = "not joined";
+      } else {
+        at.state = c->state;
+        if (c->waitRound > 0 && c->waitPeer >= 0 && c->waitPeer < rep.nranks && c->waitPeer != r) {
+          at.waitPeer = c->waitPeer;
+          at.waitRound = c->waitRound;
+        }
       }
-      if (rep.divergedCall.empty()) {
+      if (c != nullptr && rep.divergedCall.empty()) {
         rep.divergedCall = c->signature() + (c->algorithm.empty() ? "" : ", " + c->algorithm);
       }
     }
@@ -173,43 +220,14 @@ CommReport analyzeComm(const std::vector<const RankDump*>& dumps) {
   }
 
   std::vector<int> minority;
-  findMismatch(ranks, rep, minority);
+  findMismatch(views, rep, minority);
+  rep.network = networkSuspect(rep, views);
 
-  // A cut link: nobody is missing or behind, and every rank that waits does so across nodes, directly
-  // or through ranks of its own node that do (a chain of waits; a rank that never blocked is neutral).
-  if (rep.divergedAt != 0 && rep.missing.empty()) {
-    std::set<int> nodes;
-    bool acrossOnly = true;
-    for (const RankAt& at : rep.ranks) {
-      if (at.state == "not joined" || at.state == "unrecorded") acrossOnly = false;
-      if (!acrossOnly) break;
-      if (at.state == "completed" || at.waitPeer < 0) continue;
-      int cur = at.rank;
-      bool reached = false;
-      for (int step = 0; step < rep.nranks && !reached; ++step) {
-        const RankAt& c = rep.ranks[cur];
-        if (c.waitPeer < 0 || c.waitPeer >= rep.nranks) break;
-        const int here = byRank.at(cur)->node, there = byRank.at(c.waitPeer)->node;
-        if (here != there) {
-          nodes.insert(here);
-          nodes.insert(there);
-          reached = true;
-        }
-        cur = c.waitPeer;
-      }
-      acrossOnly = reached;
-    }
-    if (acrossOnly && nodes.size() >= 2) {
-      std::vector<int> list(nodes.begin(), nodes.end());
-      rep.network = "every rank in call #" + std::to_string(rep.divergedAt) +
-                    " waits for a rank on another node: suspect the network between nodes " + ranksText(list);
-    }
-  }
-
-  for (const RankDump* d : ranks) {
+  for (const auto& [r, v] : views) {
+    const RankDump* d = v.dump;
     if (d->error && (!rep.firstError || d->error->timeNs < rep.firstError->timeNs)) {
       rep.firstError = d->error;
-      rep.firstErrorRank = d->rank;
+      rep.firstErrorRank = r;
     }
   }
 
@@ -226,13 +244,16 @@ CommReport analyzeComm(const std::vector<const RankDump*>& dumps) {
       reasons[at.rank].push_back("wrote no dump (killed, stopped, or it never saw the error)");
     }
   }
-  for (const auto& [peer, n] : waitedFor) {
-    score[peer] += n;
-    std::vector<int> waiters;
-    for (const RankAt& at : rep.ranks) {
-      if (at.waitPeer == peer) waiters.push_back(at.rank);
-    }
-    reasons[peer].push_back(plural(waiters) + " waited for it in call #" + std::to_string(rep.divergedAt));
+  std::map<int, std::vector<int>> waitedBy;  // end of a chain of waits -> the ranks whose chains end there
+  for (const RankAt& at : rep.ranks) {
+    if (at.waitPeer < 0) continue;
+    const int end = endOfWaits(rep.ranks, at.rank);
+    if (end >= 0 && end != at.rank) waitedBy[end].push_back(at.rank);
+  }
+  for (const auto& [end, waiters] : waitedBy) {
+    score[end] += static_cast<int>(waiters.size());
+    reasons[end].push_back(plural(waiters) + " waited for it in call #" + std::to_string(rep.divergedAt) +
+                           " (directly or through ranks waiting for it)");
   }
   if (rep.firstError && rep.firstError->failedRank >= 0 && rep.firstError->failedRank < rep.nranks) {
     score[rep.firstError->failedRank] += 1;
@@ -243,14 +264,14 @@ CommReport analyzeComm(const std::vector<const RankDump*>& dumps) {
     reasons[r].push_back("its arguments differ from the others' at " + rep.mismatch.substr(0, rep.mismatch.find(':')));
   }
   std::vector<std::pair<int, int>> ordered;
-  for (const auto& [r, s] : score) ordered.emplace_back(-s, r);
+  for (const auto& [r, sc] : score) ordered.emplace_back(-sc, r);
   std::sort(ordered.begin(), ordered.end());
   for (const auto& [negScore, r] : ordered) {
     rep.suspects.push_back(r);
     std::string why;
-    for (const std::string& s : reasons[r]) {
+    for (const std::string& text : reasons[r]) {
       if (!why.empty()) why += "; ";
-      why += s;
+      why += text;
     }
     rep.why.push_back(why);
   }
@@ -376,6 +397,8 @@ std::string toText(const std::vector<CommReport>& reports) {
         s += "\n";
       }
     }
+    if (!r.conflict.empty()) s += "  warning: " + r.conflict + "\n";
+    if (!r.note.empty()) s += "  note: " + r.note + "\n";
     if (!r.mismatch.empty()) s += "  arguments differ at " + r.mismatch + "\n";
     if (!r.network.empty()) s += "  network: " + r.network + "\n";
     if (r.firstError) {
@@ -404,6 +427,8 @@ nlohmann::json toJson(const std::vector<CommReport>& reports) {
     c["diverged_call"] = r.divergedCall;
     c["mismatch"] = r.mismatch;
     c["network"] = r.network;
+    c["conflict"] = r.conflict;
+    c["note"] = r.note;
     nlohmann::json ranks = nlohmann::json::array();
     for (const RankAt& at : r.ranks) {
       ranks.push_back({{"rank", at.rank}, {"state", at.state}, {"last_completed", at.lastCompleted},

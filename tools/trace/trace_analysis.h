@@ -54,7 +54,9 @@ std::vector<RankDump> loadDumps(const std::string& dir, std::vector<std::string>
 /// A rank's place at the divergence.
 struct RankAt {
   int rank = 0;
-  std::string state;  ///< "completed", "started", "failed" (in the call), "not joined", "no dump"
+  /// "completed", "started" or "failed" (in the call), "not joined", "no dump", or "no calls recorded"
+  /// (its ring holds point-to-point batches only)
+  std::string state;
   uint64_t lastCompleted = 0;  ///< its last completed collective
   int waitPeer = -1, waitRound = 0;
 };
@@ -75,6 +77,8 @@ struct CommReport {
   std::string network;
   std::optional<DumpError> firstError;
   int firstErrorRank = -1;
+  std::string conflict;  ///< the dumps disagree on the communicator's size ("" when they agree)
+  std::string note;      ///< a caveat on the divergence (dumps taken by SIGUSR1 at different moments)
   std::vector<int> suspects;   ///< ranks the evidence points at, most likely first
   std::vector<std::string> why;  ///< one reason per suspect
 };
