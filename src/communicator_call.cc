@@ -99,8 +99,7 @@ Status CommunicatorImpl::run(const CallArgs& a) {
   const Entry entry = enter();
   if (Status e = asyncError(); !e) return refuse(e);
   if (a.count == 0) return Status::ok();
-  return traced(recorder_->begin(a.coll, a.dtype, a.op, a.root, a.count, a.count * dataTypeSize(a.dtype),
-                                 entry.queuedTicks, entry.startTicks),
+  return traced(recorder_->begin(a.coll, a.dtype, a.op, a.root, a.count, entry.queuedTicks, entry.startTicks),
                 [&] { return runTraced(a); });
 }
 
@@ -261,7 +260,8 @@ Status CommunicatorImpl::runP2p(const std::vector<P2pOp>& ops) {
   if (Status e = asyncError(); !e) return refuse(e);
   uint64_t sent = 0;
   for (const P2pOp& op : ops) sent += op.isSend ? op.bytes : 0;
-  const TraceCursor cursor = recorder_->beginP2p(ops.size(), sent, entry.queuedTicks, entry.startTicks);
+  const TraceCursor cursor =
+      recorder_->beginP2p(static_cast<uint32_t>(ops.size()), sent, entry.queuedTicks, entry.startTicks);
   FlightRecorder::setAlgorithm(cursor, p2pAlgorithm_);
   return traced(cursor, [&] { return runP2pTraced(ops); });
 }

@@ -117,18 +117,16 @@ std::string FlightRecorder::algorithmName(uint32_t index) const {
   return index >= 1 && index <= names_.size() ? names_[index - 1] : std::string();
 }
 
-TraceCursor FlightRecorder::start(uint64_t seq, uint64_t packedKind, uint64_t count, uint64_t bytes,
-                                  uint64_t queuedTicks, uint64_t startTicks) {
+TraceCursor FlightRecorder::start(uint64_t seq, uint64_t packedKind, uint64_t count, uint64_t queuedTicks,
+                                  uint64_t startTicks) {
   const uint64_t index = written_.load(std::memory_order_relaxed);
   Slot* s = slotAt(index);
   const uint32_t v = s->version.load(std::memory_order_relaxed);
   s->version.store(v + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  s->index.store(index, std::memory_order_relaxed);
   s->seq.store(seq, std::memory_order_relaxed);
   s->kind.store(packedKind, std::memory_order_relaxed);
   s->count.store(count, std::memory_order_relaxed);
-  s->bytes.store(bytes, std::memory_order_relaxed);
   s->algorithm.store(0, std::memory_order_relaxed);
   s->queued.store(queuedTicks, std::memory_order_relaxed);
   s->start.store(startTicks, std::memory_order_relaxed);
@@ -168,10 +166,8 @@ std::vector<TraceRecord> FlightRecorder::snapshot(size_t max) const {
         std::this_thread::yield();
         continue;
       }
-      const uint64_t index = s->index.load(std::memory_order_relaxed);
       r.seq = s->seq.load(std::memory_order_relaxed);
       r.count = s->count.load(std::memory_order_relaxed);
-      r.bytes = s->bytes.load(std::memory_order_relaxed);
       r.queuedTicks = s->queued.load(std::memory_order_relaxed);
       r.startTicks = s->start.load(std::memory_order_relaxed);
       // The state is stored after the end time (release): read it first, with acquire.
@@ -181,13 +177,20 @@ std::vector<TraceRecord> FlightRecorder::snapshot(size_t max) const {
       const uint64_t w = s->wait.load(std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_acquire);
       if (s->version.load(std::memory_order_relaxed) != v1) continue;
-      if (index != i) break;
+      if (v1 != static_cast<uint32_t>(2 * (i / capacity_ + 1))) break;  // the slot holds a later call
       r.coll = static_cast<Collective>(kind & 0xff);
       r.dtype = static_cast<DataType>((kind >> 8) & 0xff);
       r.op = static_cast<RedOp>((kind >> 16) & 0xff);
       r.state = static_cast<TraceState>((kind >> kStateShift) & 0x3f);
       r.p2p = (kind & kP2pBit) != 0;
-      r.root = static_cast<int32_t>(kind >> 32);
+      if (r.p2p) {
+        r.bytes = r.count;
+        r.count = static_cast<uint32_t>(kind >> 32);
+        r.root = -1;
+      } else {
+        r.root = static_cast<int32_t>(kind >> 32);
+        r.bytes = r.count * dataTypeSize(r.dtype);
+      }
       if (r.state == TraceState::Started) r.endTicks = 0;  // an end being written: not ended yet
       if (w != ~uint64_t{0}) {
         r.waitRound = static_cast<int32_t>(w & 0xffffffffu);

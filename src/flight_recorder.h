@@ -9,7 +9,7 @@
 // communicator's call mutex makes it one at a time); readers (a dump from another thread, the signal
 // dumper) copy an entry under its version counter, a seqlock, and retry when a write overlapped. Every
 // field is a relaxed atomic, so a torn read is detected, never undefined. A call costs two counter reads
-// (core/ticks.h) and a dozen plain stores into one 128-byte entry.
+// (core/ticks.h) and a dozen plain stores into one 64-byte entry.
 #pragma once
 
 #include <atomic>
@@ -57,20 +57,23 @@ class FlightRecorder;
 
 namespace trace_detail {
 
-/// One ring entry. Only the call thread writes; the version is odd while it rewrites the entry for a
-/// new call (begin). Later changes of one field (algorithm, wait, end) are single atomic stores that a
-/// reader sees whole or not at all; the state goes last, with release, after the end time.
+/// One ring entry, one cache line. Only the call thread writes; the version is odd while it rewrites
+/// the entry for a new call (begin), and counts the rewrites: entry k of the recorder lives in slot
+/// k % capacity with version 2 (k / capacity + 1), so a reader knows which call a slot holds. Later
+/// changes of one field (algorithm, wait, end) are single atomic stores that a reader sees whole or not
+/// at all; the state goes last, with release, after the end time.
 struct alignas(64) Slot {
   std::atomic<uint32_t> version{0};
   std::atomic<uint32_t> algorithm{0};
-  std::atomic<uint64_t> index{~uint64_t{0}};  // which call of the recorder this is (0-based)
   std::atomic<uint64_t> seq{0};
-  std::atomic<uint64_t> kind{0};  // coll | dtype << 8 | op << 16 | state << 24 | p2p << 30 | root << 32
-  std::atomic<uint64_t> count{0};
-  std::atomic<uint64_t> bytes{0};
+  // coll | dtype << 8 | op << 16 | state << 24 | p2p << 30 | root << 32 (a point-to-point batch: its
+  // number of operations instead of the root)
+  std::atomic<uint64_t> kind{0};
+  std::atomic<uint64_t> count{0};  // a point-to-point batch: the bytes it sends
   std::atomic<uint64_t> queued{0}, start{0}, end{0};
   std::atomic<uint64_t> wait{~uint64_t{0}};  // round (low 32 bits) | peer << 32; all ones: never waited
 };
+static_assert(sizeof(Slot) == 64, "a ring entry is one cache line");
 
 constexpr uint64_t kStateShift = 24;
 constexpr uint64_t kStateMask = uint64_t{0x3f} << kStateShift;
@@ -118,18 +121,19 @@ class FlightRecorder {
   // ---- the call thread only (inline: they run on every call) ----
   /// A new call enters the ring: made at queuedTicks, run from startTicks (ticksNow() readings); returns
   /// its cursor (inactive when the ring is empty).
-  TraceCursor begin(Collective coll, DataType dtype, RedOp op, int root, uint64_t count, uint64_t bytes,
-                    uint64_t queuedTicks, uint64_t startTicks) {
+  TraceCursor begin(Collective coll, DataType dtype, RedOp op, int root, uint64_t count, uint64_t queuedTicks,
+                    uint64_t startTicks) {
     if (capacity_ == 0) return {};
-    return start(++collSeq_, trace_detail::packKind(coll, dtype, op, TraceState::Started, false, root), count, bytes,
+    return start(++collSeq_, trace_detail::packKind(coll, dtype, op, TraceState::Started, false, root), count,
                  queuedTicks, startTicks);
   }
   /// A new point-to-point batch of `ops` operations that sends `bytes`.
-  TraceCursor beginP2p(uint64_t ops, uint64_t bytes, uint64_t queuedTicks, uint64_t startTicks) {
+  TraceCursor beginP2p(uint32_t ops, uint64_t bytes, uint64_t queuedTicks, uint64_t startTicks) {
     if (capacity_ == 0) return {};
     return start(++p2pSeq_,
-                 trace_detail::packKind(Collective::SendRecv, DataType::Uint8, RedOp::Sum, TraceState::Started, true, -1),
-                 ops, bytes, queuedTicks, startTicks);
+                 trace_detail::packKind(Collective::SendRecv, DataType::Uint8, RedOp::Sum, TraceState::Started, true,
+                                        static_cast<int>(ops)),
+                 bytes, queuedTicks, startTicks);
   }
   static void setAlgorithm(const TraceCursor& c, uint32_t algorithm) {
     if (c.slot_ != nullptr) c.slot_->algorithm.store(algorithm, std::memory_order_relaxed);
@@ -167,8 +171,7 @@ class FlightRecorder {
  private:
   friend class TraceCursor;
   trace_detail::Slot* slotAt(uint64_t index) const { return &slots_[index % capacity_]; }
-  TraceCursor start(uint64_t seq, uint64_t packedKind, uint64_t count, uint64_t bytes, uint64_t queuedTicks,
-                    uint64_t startTicks);
+  TraceCursor start(uint64_t seq, uint64_t packedKind, uint64_t count, uint64_t queuedTicks, uint64_t startTicks);
   std::string algorithmName(uint32_t index) const;
 
   TraceIdentity id_;

@@ -33,7 +33,7 @@ TraceIdentity rankIdentity(int rank, int nranks, const std::string& comm = "c0ff
 // One all-reduce of `count` floats, completed or left as `ok` says.
 void call(FlightRecorder& r, uint64_t count, bool complete = true, bool ok = true) {
   const uint64_t t = ticksNow();
-  TraceCursor c = r.begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, count, count * 4, t, t);
+  TraceCursor c = r.begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, count, t, t);
   r.setAlgorithm(c, r.internAlgorithm("ring"));
   if (complete) FlightRecorder::end(c, ok, ticksNow());
 }
@@ -77,7 +77,7 @@ TEST(FlightRecorder, RecordsStateAlgorithmAndWaits) {
   FlightRecorder r(rankIdentity(1, 3), 8, "");
   call(r, 16);
   const uint64_t t = ticksNow();
-  TraceCursor c = r.begin(Collective::Broadcast, DataType::Int64, RedOp::Sum, 2, 5, 40, t, t);
+  TraceCursor c = r.begin(Collective::Broadcast, DataType::Int64, RedOp::Sum, 2, 5, t, t);
   c.noteWait(1, 2);
   TraceCursor p = r.beginP2p(3, 100, t, t);
   FlightRecorder::end(p, false, ticksNow());
@@ -93,6 +93,9 @@ TEST(FlightRecorder, RecordsStateAlgorithmAndWaits) {
   EXPECT_TRUE(recs[2].p2p);
   EXPECT_EQ(recs[2].seq, 1u);  // batches have their own numbers
   EXPECT_EQ(recs[2].state, TraceState::Failed);
+  EXPECT_EQ(recs[2].count, 3u);    // operations
+  EXPECT_EQ(recs[2].bytes, 100u);  // sent
+  EXPECT_EQ(recs[1].bytes, 40u);   // 5 int64
   EXPECT_EQ(recs[0].waitRound, -1);
 
   nlohmann::json j = nlohmann::json::parse(r.toJson("signal"));
@@ -152,7 +155,7 @@ TEST(FlightRecorder, DumpReplacesTheRankFileAtomically) {
 }
 
 TEST(FlightRecorder, ReadersNeverSeeATornEntry) {
-  // The call thread writes entries whose fields agree (count = 3 seq, bytes = 5 seq); a reader snapshots
+  // The call thread writes entries whose fields agree (count = 3 seq, root = seq mod 1000); a reader snapshots
   // concurrently and checks that every record it gets is consistent.
   FlightRecorder r(rankIdentity(0, 1), 8, "");
   std::atomic<bool> stop{false};
@@ -162,13 +165,13 @@ TEST(FlightRecorder, ReadersNeverSeeATornEntry) {
       for (const TraceRecord& rec : r.snapshot()) {
         if (rec.seq == 0) continue;
         ++checked;
-        if (rec.count != 3 * rec.seq || rec.bytes != 5 * rec.seq) ++torn;
+        if (rec.count != 3 * rec.seq || rec.bytes != 12 * rec.seq || rec.root != static_cast<int>(rec.seq % 1000)) ++torn;
       }
     }
   });
   for (uint64_t i = 1; i <= 200000; ++i) {
     const uint64_t t = ticksNow();
-    TraceCursor c = r.begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 3 * i, 5 * i, t, t);
+    TraceCursor c = r.begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, static_cast<int>(i % 1000), 3 * i, t, t);
     c.noteWait(0, static_cast<int>(i % 7));
     FlightRecorder::end(c, true, ticksNow());
   }
@@ -189,7 +192,7 @@ TEST(TraceAnalysis, NamesTheRankThatNeverJoined) {
   }
   for (int r : {0, 2}) {
     const uint64_t t = ticksNow();
-    TraceCursor c = ranks[r]->begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 64, 256, t, t);
+    TraceCursor c = ranks[r]->begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 64, t, t);
     c.noteWait(0, 1);
     FlightRecorder::end(c, false, ticksNow());
     ranks[r]->noteError(Status(Code::Timeout, "no progress"), 1);
@@ -220,7 +223,7 @@ TEST(TraceAnalysis, AMissingDumpWaitedForIsTheSuspect) {
   for (int r : {0, 1, 3}) {
     call(*ranks[r], 8);
     const uint64_t t = ticksNow();
-    TraceCursor c = ranks[r]->begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 8, 32, t, t);
+    TraceCursor c = ranks[r]->begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 8, t, t);
     c.noteWait(0, r == 3 ? 0 : 2);  // rank 3 waits for rank 0, which waits for rank 2
     FlightRecorder::end(c, false, ticksNow());
   }
@@ -287,7 +290,7 @@ TEST(TraceAnalysis, RanksThatAllWaitAcrossNodesPointAtTheNetwork) {
     ranks.push_back(std::make_unique<FlightRecorder>(id, 8, ""));
     call(*ranks[r], 8);
     const uint64_t t = ticksNow();
-    TraceCursor c = ranks[r]->begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 8, 32, t, t);
+    TraceCursor c = ranks[r]->begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 8, t, t);
     c.noteWait(1, (r + 2) % 4);
     FlightRecorder::end(c, false, ticksNow());
   }
@@ -305,7 +308,7 @@ TEST(TraceAnalysis, RanksThatAllWaitAcrossNodesPointAtTheNetwork) {
   call(two, 8);
   call(three, 8);
   const uint64_t t = ticksNow();
-  TraceCursor c = three.begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 8, 32, t, t);
+  TraceCursor c = three.begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 8, t, t);
   c.noteWait(1, 2);
   dumps[2] = reparse(two);
   dumps[3] = reparse(three);
@@ -315,7 +318,7 @@ TEST(TraceAnalysis, RanksThatAllWaitAcrossNodesPointAtTheNetwork) {
 // A call of `r` left in progress, blocked waiting for `peer`.
 void waitIn(FlightRecorder& r, int peer) {
   const uint64_t t = ticksNow();
-  TraceCursor c = r.begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 8, 32, t, t);
+  TraceCursor c = r.begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, 0, 8, t, t);
   c.noteWait(0, peer);
 }
 
