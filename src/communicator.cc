@@ -54,11 +54,7 @@ CommunicatorImpl::~CommunicatorImpl() {
   // peer's while this rank was between calls): one now.
   if (recorder_ != nullptr && !dumped_.load()) {
     if (Status e = asyncError(); !e) {
-      int failedRank = -1;
-      if (world_) {
-        if (auto posted = world_->error()) failedRank = posted->failedRank;
-      }
-      recorder_->noteError(e, failedRank);
+      recorder_->noteError(e, postedFailedRank());
       recorder_->dump("destroy");
     }
   }
@@ -249,17 +245,15 @@ bool CommunicatorImpl::recordError(const Status& s, int failedRank) {
     if (first) error_ = s;
     hasError_.store(true, std::memory_order_release);
   }
-  if (first && recorder_ != nullptr) {
-    // The rank at fault, as the executor posted it (this rank's own report or a peer's).
-    if (failedRank == kPostedRank) {
-      failedRank = -1;
-      if (world_) {
-        if (auto posted = world_->error()) failedRank = posted->failedRank;
-      }
-    }
-    recorder_->noteError(s, failedRank);
-  }
+  if (first && recorder_ != nullptr) recorder_->noteError(s, failedRank);
   return first;
+}
+
+int CommunicatorImpl::postedFailedRank() const {
+  if (world_) {
+    if (auto posted = world_->error()) return posted->failedRank;
+  }
+  return -1;
 }
 
 void CommunicatorImpl::dumpFor(const Status& s) {
@@ -271,7 +265,7 @@ Status CommunicatorImpl::failed(const Status& s) {
   // The first error also goes to the ranks on other nodes where the network can carry it (local ranks
   // have it from the shared error slots): they then fail naming the rank at fault, not this one's
   // closing connection. Only the thread running calls gets here, the one that drives net_.
-  recordError(s);
+  recordError(s, postedFailedRank());  // the rank at fault, as the executor posted it (this rank's or a peer's)
   announceOnce();
   return s;
 }

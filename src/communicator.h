@@ -157,9 +157,10 @@ class CommunicatorImpl {
   /// Call-path only (it drives the network).
   Status failed(const Status& s);
   /// Records `s` if it is the first error; true when it was. The flight recorder notes it too, naming
-  /// `failedRank`, or by default the rank the executor's posted error names.
-  static constexpr int kPostedRank = -2;
-  bool recordError(const Status& s, int failedRank = kPostedRank);
+  /// `failedRank` (-1: none) as the rank at fault.
+  bool recordError(const Status& s, int failedRank);
+  /// The rank the error posted in this node's shared error slot names (-1: none posted, or it names none).
+  int postedFailedRank() const;
   /// Runs `body` as the call the flight recorder's `cursor` records: ends the entry with its result,
   /// and a failed call of a communicator in error writes the recorder's dump.
   template <class Body>

@@ -117,11 +117,7 @@ Status CommunicatorImpl::runTraced(const CallArgs& a) {
 
 Status CommunicatorImpl::refuse(const Status& e) {
   if (!dumped_.load(std::memory_order_acquire)) {
-    int failedRank = -1;
-    if (world_) {
-      if (auto posted = world_->error()) failedRank = posted->failedRank;
-    }
-    recorder_->noteError(e, failedRank);
+    recorder_->noteError(e, postedFailedRank());
     dumpFor(e);
   }
   return Status(e.code(), "communicator is out of service: " + e.message());

@@ -64,16 +64,24 @@ void appendEscaped(std::string& out, std::string_view s) {
   out += '"';
 }
 
-void appendField(std::string& out, const char* key, std::string_view value) {
+// Starts a member of the object or array being written: a comma unless it is the first, then a line
+// break where `newline` asks for one (one line per entry keeps dumps readable).
+void separate(std::string& out, bool newline) {
+  if (out.back() != '{' && out.back() != '[') out += ',';
+  if (newline) out += '\n';
+}
+void appendKey(std::string& out, const char* key, bool newline = false) {
+  separate(out, newline);
   out += '"';
   out += key;
   out += "\":";
+}
+void appendField(std::string& out, const char* key, std::string_view value) {
+  appendKey(out, key);
   appendEscaped(out, value);
 }
 void appendField(std::string& out, const char* key, int64_t value) {
-  out += '"';
-  out += key;
-  out += "\":";
+  appendKey(out, key);
   out += std::to_string(value);
 }
 
@@ -209,35 +217,25 @@ std::string FlightRecorder::toJson(const std::string& reason) const {
   const double rate = scale.nsPerTick();
   std::string j;
   j.reserve(256 + records.size() * 320);
-  j += "{\n";
+  j += "{";
   appendField(j, "schema", "conflux.trace");
-  j += ",";
   appendField(j, "version", 1);
-  j += ",";
   appendField(j, "reason", reason);
-  j += ",";
   appendField(j, "written_ns", TickScale::wallNowNs());
-  j += ",\n\"comm\":{";
+  appendKey(j, "comm", true);
+  j += "{";
   appendField(j, "id", id_.commId);
-  j += ",";
   appendField(j, "name", id_.name);
-  j += ",";
   appendField(j, "rank", id_.rank);
-  j += ",";
   appendField(j, "nranks", id_.nranks);
-  j += ",";
   appendField(j, "local_rank", id_.localRank);
-  j += ",";
   appendField(j, "local_size", id_.localSize);
-  j += ",";
   appendField(j, "node", id_.node);
-  j += ",";
   appendField(j, "nodes", id_.nodes);
-  j += ",";
   appendField(j, "host", id_.host);
-  j += ",";
   appendField(j, "pid", static_cast<int64_t>(getpid()));
-  j += "},\n\"error\":";
+  j += "}";
+  appendKey(j, "error", true);
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
     if (error_.isOk()) {
@@ -245,60 +243,45 @@ std::string FlightRecorder::toJson(const std::string& reason) const {
     } else {
       j += "{";
       appendField(j, "code", codeLabel(error_.code()));
-      j += ",";
       appendField(j, "message", error_.message());
-      j += ",";
       appendField(j, "failed_rank", failedRank_);
-      j += ",";
       appendField(j, "time_ns", errorWallNs_);
       j += "}";
     }
   }
-  j += ",\n";
-  appendField(j, "calls_recorded", static_cast<int64_t>(written_.load(std::memory_order_acquire)));
-  j += ",";
+  appendKey(j, "calls_recorded", true);
+  j += std::to_string(written_.load(std::memory_order_acquire));
   appendField(j, "capacity", static_cast<int64_t>(capacity_));
-  j += ",\n\"entries\":[";
-  for (size_t i = 0; i < records.size(); ++i) {
-    const TraceRecord& r = records[i];
-    j += i == 0 ? "\n{" : ",\n{";
+  appendKey(j, "entries", true);
+  j += "[";
+  for (const TraceRecord& r : records) {
+    separate(j, true);
+    j += "{";
     appendField(j, "seq", static_cast<int64_t>(r.seq));
-    j += ",";
     appendField(j, "kind", r.p2p ? "p2p" : "collective");
-    j += ",";
     appendField(j, "collective", r.p2p ? std::string_view("sendrecv") : collectiveName(r.coll));
-    j += ",";
     appendField(j, "count", static_cast<int64_t>(r.count));
-    j += ",";
     appendField(j, "bytes", static_cast<int64_t>(r.bytes));
     if (!r.p2p) {
-      j += ",";
       appendField(j, "dtype", dataTypeName(r.dtype));
-      j += ",";
       appendField(j, "op", redOpName(r.op));
-      j += ",";
       appendField(j, "root", r.root);
     }
-    j += ",";
     appendField(j, "algorithm", algorithmName(r.algorithm));
-    j += ",";
     appendField(j, "state", traceStateName(r.state));
-    j += ",";
     appendField(j, "queued_ns", scale.wallNs(r.queuedTicks, rate));
-    j += ",";
     appendField(j, "start_ns", scale.wallNs(r.startTicks, rate));
     if (r.endTicks != 0) {
-      j += ",";
       appendField(j, "end_ns", scale.wallNs(r.endTicks, rate));
-      j += ",\"duration_us\":";
+      appendKey(j, "duration_us");
       char buf[32];
       std::snprintf(buf, sizeof buf, "%.3f", TickScale::spanNs(r.startTicks, r.endTicks, rate) / 1e3);
       j += buf;
     }
     if (r.waitRound >= 0) {
-      j += ",\"waited\":{";
+      appendKey(j, "waited");
+      j += "{";
       appendField(j, "round", r.waitRound + 1);
-      j += ",";
       appendField(j, "peer", r.waitPeer);
       j += "}";
     }
