@@ -48,3 +48,16 @@ if(NOT CONFLUX_WITH_CUDA STREQUAL "OFF")
   endif()
 endif()
 conflux_resolve(CUDA _cuda_found)
+
+# Metrics (core/metrics): prometheus-cpp's data model and text serializer, civetweb for /metrics and
+# /status (Debian: prometheus-cpp-dev, libcivetweb-dev).
+set(CONFLUX_WITH_METRICS AUTO CACHE STRING "Build Prometheus metrics (ON/OFF/AUTO): prometheus-cpp and civetweb")
+set(_metrics_found OFF)
+if(NOT CONFLUX_WITH_METRICS STREQUAL "OFF")
+  find_package(prometheus-cpp QUIET CONFIG)
+  find_package(civetweb QUIET CONFIG)
+  if(TARGET prometheus-cpp::core AND TARGET civetweb::civetweb)
+    set(_metrics_found ON)
+  endif()
+endif()
+conflux_resolve(METRICS _metrics_found)

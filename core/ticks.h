@@ -49,6 +49,14 @@ class TickScale {
     return static_cast<double>(static_cast<int64_t>(to - from)) * rate;
   }
 
+  /// nsPerTick() measured over at least `minSpanNs` (it waits out the rest when the scale is younger):
+  /// a rate good enough to fix once, such as the one the metrics' duration buckets use.
+  double settledNsPerTick(int64_t minSpanNs = 2000000) const {
+    while (steadyNowNs() - startSteady_ < minSpanNs) {
+    }
+    return nsPerTick();
+  }
+
   static int64_t wallNowNs() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
@@ -63,5 +71,11 @@ class TickScale {
   int64_t startWall_;
   int64_t startSteady_;
 };
+
+/// The process's scale, made on first use (the first communicator), so that rates span the process's life.
+inline const TickScale& processTickScale() {
+  static const TickScale scale;
+  return scale;
+}
 
 }  // namespace conflux

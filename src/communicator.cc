@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "core/host_id.h"
 #include "core/log.h"
+#include "core/metrics/service.h"
 #if CONFLUX_HAVE_CUDA
 #include "src/device_call.h"
 #endif
@@ -50,6 +51,8 @@ std::unique_ptr<CommunicatorImpl> CommunicatorImpl::create(const bootstrap::Uniq
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
+  // The metrics first: leaving the service writes the file output with this communicator's final values.
+  if (metrics_ != nullptr) metrics::removeSource(metrics_.get());
   // Destroyed in error before any dump was written (a failure no call of this rank saw, such as a
   // peer's while this rank was between calls): one now.
   if (recorder_ != nullptr && !dumped_.load()) {
@@ -127,6 +130,19 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   p2pAlgorithm_ = recorder_->internAlgorithm("p2p");
   deviceAlgorithm_ = recorder_->internAlgorithm("device");
   if (config::getBool(config::Var::TRACE_SIGNAL)) FlightRecorder::installSignalDump();
+  // Metrics (src/comm_metrics.h): the first communicator of the process starts the service and names
+  // the process (its rank, local rank and host label every sample).
+  if (metrics::start(metrics::Identity{rank_, localRank_, hostName(), {}})) {
+    CommMetrics::Setup m;
+    m.commId = bootstrap::jobTag(id);  // the flight recorder's dumps name it alike
+    m.comm = name_.empty() ? m.commId : name_;
+    m.rank = rank_;
+    m.nranks = nranks_;
+    m.recorder = recorder_.get();
+    metrics_ = std::make_unique<CommMetrics>(std::move(m));
+    metrics::addSource(metrics_.get());
+  }
+  timed_ = recorder_->enabled() || metrics_ != nullptr;
 
   // Shared memory among the ranks of this node.
   shm::ShmConfig cfg;
@@ -246,6 +262,7 @@ bool CommunicatorImpl::recordError(const Status& s, int failedRank) {
     hasError_.store(true, std::memory_order_release);
   }
   if (first && recorder_ != nullptr) recorder_->noteError(s, failedRank);
+  if (first && metrics_ != nullptr) metrics_->setHealth(s.code());
   return first;
 }
 

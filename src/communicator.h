@@ -19,6 +19,7 @@
 #include "algorithms/selector.h"
 #include "core/error.h"
 #include "core/types.h"
+#include "src/comm_metrics.h"
 #include "src/direct_call.h"
 #include "src/flight_recorder.h"
 #include "src/recent_buffers.h"
@@ -161,10 +162,23 @@ class CommunicatorImpl {
   bool recordError(const Status& s, int failedRank);
   /// The rank the error posted in this node's shared error slot names (-1: none posted, or it names none).
   int postedFailedRank() const;
-  /// Runs `body` as the call the flight recorder's `cursor` records: ends the entry with its result,
-  /// and a failed call of a communicator in error writes the recorder's dump.
+  /// This rank's lock on the communicator, and when the call began waiting for it (flight recorder).
+  struct Entry {
+    std::unique_lock<std::mutex> lock;
+    uint64_t queuedTicks = 0;
+    uint64_t startTicks = 0;
+  };
+  /// Runs `body` as the call the flight recorder's `cursor` records (`coll` of `bytes`, callBytes): ends
+  /// the entry with its result, counts it in the metrics, and a failed call of a communicator in error
+  /// writes the recorder's dump.
   template <class Body>
-  Status traced(TraceCursor cursor, const Body& body);
+  Status traced(const Entry& entry, TraceCursor cursor, Collective coll, uint64_t bytes, const Body& body);
+  /// The call in progress runs with algorithm `index` (recorder names): the recorder's entry and the
+  /// metrics say so.
+  void chose(uint32_t index) {
+    algorithm_ = index;
+    FlightRecorder::setAlgorithm(current_, index);
+  }
   Status runTraced(const CallArgs& a);
   Status runP2pTraced(const std::vector<P2pOp>& ops);
   /// What run() and runP2p() answer once the communicator is out of service (error `e`): the first such
@@ -172,12 +186,6 @@ class CommunicatorImpl {
   Status refuse(const Status& e);
   /// Writes the flight recorder's dump for error `s` (reason timeout, abort or error).
   void dumpFor(const Status& s);
-  /// This rank's lock on the communicator, and when the call began waiting for it (flight recorder).
-  struct Entry {
-    std::unique_lock<std::mutex> lock;
-    uint64_t queuedTicks = 0;
-    uint64_t startTicks = 0;
-  };
   Entry enter();
   /// Sends the first recorded error to the other nodes, once per communicator. Call-path only.
   void announceOnce();
@@ -225,6 +233,10 @@ class CommunicatorImpl {
   TraceCursor current_;                       // the call in progress (call thread only)
   uint32_t eagerAlgorithm_ = 0, p2pAlgorithm_ = 0, deviceAlgorithm_ = 0;  // recorder names
   std::atomic<bool> dumped_{false};           // a dump was written for the communicator's error
+  uint32_t algorithm_ = 0;                    // the call in progress's algorithm (call thread only)
+  // Counters of the calls, exported by core/metrics (null unless CONFLUX_METRICS_ADDR/FILE ask for them).
+  std::unique_ptr<CommMetrics> metrics_;
+  bool timed_ = false;  // calls read the tick counter (the recorder or the metrics are on)
 
   std::list<CachedPlan> planCache_;  // most recently used first
   CachedPlan uncached_;              // the last plan when the cache is disabled

@@ -73,24 +73,32 @@ const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& 
 CommunicatorImpl::Entry CommunicatorImpl::enter() {
   // One counter reading when the lock is free at once (the usual case): queued and started coincide.
   Entry e;
-  e.queuedTicks = recorder_->enabled() ? ticksNow() : 0;
+  e.queuedTicks = timed_ ? ticksNow() : 0;
   e.lock = std::unique_lock<std::mutex>(mutex_, std::try_to_lock);
   e.startTicks = e.queuedTicks;
   if (!e.lock.owns_lock()) {
     e.lock.lock();
-    e.startTicks = recorder_->enabled() ? ticksNow() : 0;
+    e.startTicks = timed_ ? ticksNow() : 0;
   }
   return e;
 }
 
 template <class Body>
-Status CommunicatorImpl::traced(TraceCursor cursor, const Body& body) {
+Status CommunicatorImpl::traced(const Entry& entry, TraceCursor cursor, Collective coll, uint64_t bytes,
+                                const Body& body) {
   // A call that threw past here (an allocation failure) left its entry started: it failed.
   if (cursor.active() && current_.active()) FlightRecorder::end(current_, false, ticksNow());
   current_ = cursor;
+  algorithm_ = 0;
+  if (metrics_) metrics_->began(coll != Collective::SendRecv);
   Status s = body();  // one named result, returned as is: no copies of the Status on the fast path
-  FlightRecorder::end(current_, s.isOk(), cursor.active() ? ticksNow() : 0);
+  const uint64_t endTicks = timed_ ? ticksNow() : 0;
+  FlightRecorder::end(current_, s.isOk(), endTicks);
   current_ = TraceCursor();
+  if (metrics_) {
+    if (s) metrics_->completed(coll, bytes, endTicks - entry.startTicks, algorithm_, endTicks);
+    else metrics_->failedCall(s.code(), endTicks);
+  }
   if (!s && hasError_.load(std::memory_order_acquire)) dumpFor(s);
   return s;
 }
@@ -99,14 +107,14 @@ Status CommunicatorImpl::run(const CallArgs& a) {
   const Entry entry = enter();
   if (Status e = asyncError(); !e) return refuse(e);
   if (a.count == 0) return Status::ok();
-  return traced(recorder_->begin(a.coll, a.dtype, a.op, a.root, a.count, entry.queuedTicks, entry.startTicks),
-                [&] { return runTraced(a); });
+  return traced(entry, recorder_->begin(a.coll, a.dtype, a.op, a.root, a.count, entry.queuedTicks, entry.startTicks),
+                a.coll, callBytes(a.coll, a.count, dataTypeSize(a.dtype), nranks_), [&] { return runTraced(a); });
 }
 
 Status CommunicatorImpl::runTraced(const CallArgs& a) {
 #if CONFLUX_HAVE_CUDA
   if (const DeviceCalls::Places places = DeviceCalls::placesOf(a); places.onDevice()) {
-    FlightRecorder::setAlgorithm(current_, deviceAlgorithm_);  // the staged path names its host plan instead
+    chose(deviceAlgorithm_);  // the staged path names its host plan instead
     Status s = device().run(a, places);
     if (!s && s.code() != Code::InvalidUsage) return failed(s);
     return s;
@@ -116,6 +124,10 @@ Status CommunicatorImpl::runTraced(const CallArgs& a) {
 }
 
 Status CommunicatorImpl::refuse(const Status& e) {
+  if (metrics_) {
+    metrics_->countError(e.code());
+    metrics_->setHealth(e.code());
+  }
   if (!dumped_.load(std::memory_order_acquire)) {
     recorder_->noteError(e, postedFailedRank());
     dumpFor(e);
@@ -180,7 +192,7 @@ Status CommunicatorImpl::runLocked(const CallArgs& a) {
     return e.status();  // nothing was communicated: the communicator stays usable
   }
   const Plan* plan = cached->plan.get();
-  FlightRecorder::setAlgorithm(current_, cached->traceAlgorithm);
+  chose(cached->traceAlgorithm);
   CFX_INFO(kColl, "%s count=%llu %s %s root=%d: %s (%s)", std::string(collectiveName(a.coll)).c_str(),
            static_cast<unsigned long long>(a.count), std::string(dataTypeName(a.dtype)).c_str(),
            std::string(redOpName(a.op)).c_str(), a.root, plan->algorithm.c_str(), cached->selection.reason.c_str());
@@ -245,7 +257,7 @@ Status CommunicatorImpl::runEagerCall(const CallArgs& a, const void* scalar, uin
   c.eagerSeq = ++eagerSeq_;
   c.callSeq = ++seq_;
   c.trace = current_;
-  FlightRecorder::setAlgorithm(current_, eagerAlgorithm_);
+  chose(eagerAlgorithm_);
   Status s = runEager(c, *world_, env_, work_);
   if (!s) return failed(s);
   return s;
@@ -258,8 +270,10 @@ Status CommunicatorImpl::runP2p(const std::vector<P2pOp>& ops) {
   for (const P2pOp& op : ops) sent += op.isSend ? op.bytes : 0;
   const TraceCursor cursor =
       recorder_->beginP2p(static_cast<uint32_t>(ops.size()), sent, entry.queuedTicks, entry.startTicks);
-  FlightRecorder::setAlgorithm(cursor, p2pAlgorithm_);
-  return traced(cursor, [&] { return runP2pTraced(ops); });
+  return traced(entry, cursor, Collective::SendRecv, sent, [&] {
+    chose(p2pAlgorithm_);
+    return runP2pTraced(ops);
+  });
 }
 
 Status CommunicatorImpl::runP2pTraced(const std::vector<P2pOp>& ops) {

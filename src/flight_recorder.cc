@@ -29,10 +29,7 @@ using trace_detail::kStateShift;
 using trace_detail::Slot;
 
 // One process-wide scale, made with the first recorder, so that a dump rates ticks over a long span.
-const TickScale& tickScale() {
-  static const TickScale scale;
-  return scale;
-}
+const TickScale& tickScale() { return processTickScale(); }
 
 std::mutex& registryMutex() {
   static auto* m = new std::mutex;  // never destroyed: recorders may outlive static destruction
@@ -211,8 +208,8 @@ std::vector<TraceRecord> FlightRecorder::snapshot(size_t max) const {
   return out;
 }
 
-std::string FlightRecorder::toJson(const std::string& reason) const {
-  const std::vector<TraceRecord> records = snapshot();
+std::string FlightRecorder::toJson(const std::string& reason, size_t maxEntries) const {
+  const std::vector<TraceRecord> records = snapshot(maxEntries);
   const TickScale& scale = tickScale();
   const double rate = scale.nsPerTick();
   std::string j;

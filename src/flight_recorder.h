@@ -155,12 +155,15 @@ class FlightRecorder {
   // ---- any thread ----
   /// The last `max` entries, oldest first (consistent copies).
   std::vector<TraceRecord> snapshot(size_t max = SIZE_MAX) const;
-  /// The dump as JSON text ("conflux.trace" v1), `reason` being timeout, error, abort, signal or destroy.
-  std::string toJson(const std::string& reason) const;
+  /// The dump as JSON text ("conflux.trace" v1), `reason` being timeout, error, abort, signal, destroy
+  /// or status (a live view: GET /status), with the last `maxEntries` entries.
+  std::string toJson(const std::string& reason, size_t maxEntries = SIZE_MAX) const;
   /// Writes the dump to `dir/<commId>.rank<R>.json` (temporary file, then rename); false when there is
   /// no directory or writing failed (logged). Serialised against other dumps of this recorder.
   bool dump(const std::string& reason) const;
   const TraceIdentity& identity() const { return id_; }
+  /// The name of algorithm index `index` (internAlgorithm), "" for 0 or an unknown index.
+  std::string algorithmName(uint32_t index) const;
   bool enabled() const { return capacity_ > 0; }
 
   /// Every live recorder dumps (reason "signal"): what the SIGUSR1 thread runs.
@@ -172,7 +175,6 @@ class FlightRecorder {
   friend class TraceCursor;
   trace_detail::Slot* slotAt(uint64_t index) const { return &slots_[index % capacity_]; }
   TraceCursor start(uint64_t seq, uint64_t packedKind, uint64_t count, uint64_t queuedTicks, uint64_t startTicks);
-  std::string algorithmName(uint32_t index) const;
 
   TraceIdentity id_;
   std::string dir_;

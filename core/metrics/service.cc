@@ -1,0 +1,336 @@
+// The metrics service: the registry of sources, the HTTP server (civetweb, Debian's libcivetweb: two
+// handlers, /metrics and /status, bound to the configured host only) and the textfile writer.
+//
+// Why civetweb directly and not prometheus-cpp's Exposer (which wraps the same server): the Exposer
+// answers "Content-Type: text/plain; charset=utf-8" without the exposition format's version, and it
+// serves registered collectables only, so /status could not sit beside /metrics. prometheus-cpp still
+// provides the data model and the text serializer (core/metrics/sink.cc).
+#include "core/metrics/service.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/log.h"
+
+#if CONFLUX_HAVE_METRICS
+#include <civetweb.h>
+#endif
+
+namespace conflux::metrics {
+namespace {
+
+// Process-wide state. Leaked on purpose: sources and the server threads may outlive static destruction,
+// and a forked child starts from a fresh one (the parent's threads do not exist there).
+struct State {
+  std::mutex mutex;  // sources, identity; held while a scrape reads the sources
+  std::vector<const Source*> sources;
+  Identity identity;
+  bool started = false;
+  bool on = false;
+  std::string httpAddress;
+  std::string filePath;  // expanded; "" : no file output
+  int intervalMs = 10000;
+  std::mutex fileMutex;  // one writer of the file at a time
+#if CONFLUX_HAVE_METRICS
+  mg_context* http = nullptr;
+  std::string httpError;  // civetweb's message when it cannot start
+#endif
+};
+
+State* g_state = nullptr;
+std::once_flag g_atfork;
+
+State& state() {
+  std::call_once(g_atfork, [] {
+    pthread_atfork(nullptr, nullptr, [] { g_state = new State; });
+  });
+  static State* first = (g_state = new State);
+  (void)first;
+  return *g_state;
+}
+
+Labels identityLabels(const Identity& id) {
+  Labels l;
+  if (!id.jobId.empty()) l.emplace_back("job_id", id.jobId);
+  if (id.rank >= 0) l.emplace_back("rank", std::to_string(id.rank));
+  if (id.localRank >= 0) l.emplace_back("local_rank", std::to_string(id.localRank));
+  if (!id.host.empty()) l.emplace_back("host", id.host);
+  return l;
+}
+
+void appendJsonString(std::string& out, const std::string& s) {
+  out += '"';
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+std::string expositionLocked(State& st) {
+  Sink sink;
+  sink.setCommonLabels(identityLabels(st.identity));
+  sink.gauge("conflux_build_info", "Conflux's version and build options (always 1)",
+             {{"version", CONFLUX_VERSION_STRING},
+              {"cuda", CONFLUX_BUILD_CUDA ? "yes" : "no"},
+              {"ofi", CONFLUX_BUILD_OFI ? "yes" : "no"}},
+             1);
+  for (const Source* s : st.sources) s->collect(sink);
+  return sink.text();
+}
+
+bool writeFileLocked(State& st, const std::string& text) {
+  // The temporary name does not end in .prom: node_exporter's textfile collector skips it.
+  const std::string tmp = st.filePath + ".tmp." + std::to_string(::getpid());
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) {
+    CFX_WARN(kInit, "CONFLUX_METRICS_FILE: cannot write %s: %s", tmp.c_str(), std::strerror(errno));
+    return false;
+  }
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), st.filePath.c_str()) != 0) {
+    CFX_WARN(kInit, "CONFLUX_METRICS_FILE: cannot write %s: %s", st.filePath.c_str(), std::strerror(errno));
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+bool writeFile(State& st) {
+  if (st.filePath.empty()) return false;
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    text = expositionLocked(st);
+  }
+  std::lock_guard<std::mutex> lock(st.fileMutex);
+  return writeFileLocked(st, text);
+}
+
+void fileLoop(State* st) {
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(st->intervalMs));
+    writeFile(*st);
+  }
+}
+
+struct Address {
+  std::string host;
+  int port = 0;
+};
+
+Address parseAddress(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return Error(Code::InvalidArgument, "CONFLUX_METRICS_ADDR='" + text + "' " + why + " (expected HOST:PORT, "
+                                        "such as 127.0.0.1:9400 or [::1]:9400)");
+  };
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) throw bad("has no host");
+  Address a;
+  a.host = text.substr(0, colon);
+  const std::string port = text.substr(colon + 1);
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) {
+    throw bad("has no port number");
+  }
+  a.port = std::atoi(port.c_str());
+  if (a.port < 1 || a.port > 65535) throw bad("has a port out of range");
+  if (a.host.front() == '[' && a.host.back() != ']') throw bad("has an unclosed [");
+  if (a.host.find(':') != std::string::npos && a.host.front() != '[') throw bad("has an IPv6 host without []");
+  return a;
+}
+
+#if CONFLUX_HAVE_METRICS
+int answer(mg_connection* conn, const char* contentType, const std::string& body) {
+  const mg_request_info* req = mg_get_request_info(conn);
+  const bool head = req != nullptr && std::strcmp(req->request_method, "HEAD") == 0;
+  if (req == nullptr || (!head && std::strcmp(req->request_method, "GET") != 0)) {
+    mg_printf(conn, "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    return 405;
+  }
+  mg_printf(conn, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+            contentType, body.size());
+  if (!head) mg_write(conn, body.data(), body.size());
+  return 200;
+}
+
+int metricsHandler(mg_connection* conn, void*) {
+  return answer(conn, "text/plain; version=0.0.4; charset=utf-8", exposition());
+}
+
+int statusHandler(mg_connection* conn, void*) { return answer(conn, "application/json", statusJson()); }
+
+// Called by mg_start when it cannot start (st.mutex is held by start()): keeps the first message.
+int logMessage(const mg_connection*, const char* message) {
+  State& st = state();
+  if (st.httpError.empty()) st.httpError = message;
+  return 1;  // handled: civetweb prints nothing itself
+}
+
+void startHttp(State& st, const Address& a) {
+  static std::once_flag init;
+  std::call_once(init, [] { mg_init_library(0); });
+  const int port = a.port + std::max(0, st.identity.localRank);
+  if (port > 65535) {
+    CFX_WARN(kInit, "CONFLUX_METRICS_ADDR: port %d + local rank %d is beyond 65535: no /metrics", a.port,
+             st.identity.localRank);
+    return;
+  }
+  const std::string listen = a.host + ":" + std::to_string(port);
+  const char* options[] = {"listening_ports", listen.c_str(), "num_threads", "2", "request_timeout_ms", "10000",
+                           "enable_keep_alive", "no", nullptr};
+  mg_callbacks callbacks{};
+  callbacks.log_message = logMessage;
+  st.http = mg_start(&callbacks, nullptr, options);
+  if (st.http == nullptr) {
+    CFX_WARN(kInit, "CONFLUX_METRICS_ADDR: cannot serve metrics on %s (%s); the job runs without them",
+             listen.c_str(), st.httpError.empty() ? "no reason given" : st.httpError.c_str());
+    return;
+  }
+  mg_set_request_handler(st.http, "/metrics$", metricsHandler, nullptr);
+  mg_set_request_handler(st.http, "/status$", statusHandler, nullptr);
+  st.httpAddress = listen;
+  CFX_INFO(kInit, "metrics: serving http://%s/metrics and /status", listen.c_str());
+}
+#endif
+
+}  // namespace
+
+std::string jobIdFromEnvironment() {
+  static const char* const kVars[] = {"CONFLUX_JOB_ID", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "PMIX_NAMESPACE",
+                                      "OMPI_MCA_ess_base_jobid"};
+  for (const char* name : kVars) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    if (std::strcmp(name, "TORCHELASTIC_RUN_ID") == 0 && std::strcmp(v, "none") == 0) continue;
+    return v;
+  }
+  return {};
+}
+
+std::string expandPath(const std::string& pattern, int rank, const std::string& host) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '%' || i + 1 == pattern.size()) {
+      out += pattern[i];
+      continue;
+    }
+    const char c = pattern[++i];
+    if (c == 'r') out += std::to_string(rank);
+    else if (c == 'h') out += host;
+    else if (c == '%') out += '%';
+    else {
+      out += '%';
+      out += c;
+    }
+  }
+  return out;
+}
+
+bool requested() {
+  const bool asked = !config::getString(config::Var::METRICS_ADDR).empty() ||
+                     !config::getString(config::Var::METRICS_FILE).empty();
+#if !CONFLUX_HAVE_METRICS
+  if (asked) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      CFX_WARN(kInit, "CONFLUX_METRICS_ADDR/CONFLUX_METRICS_FILE are set, but this build of Conflux has no "
+                      "metrics (it was built without prometheus-cpp and civetweb)");
+    });
+  }
+  return false;
+#else
+  return asked;
+#endif
+}
+
+bool start(const Identity& identity) {
+  if (!requested()) return false;
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  if (st.started) return st.on;
+  const std::string addr = config::getString(config::Var::METRICS_ADDR);
+  const std::string file = config::getString(config::Var::METRICS_FILE);
+  const Address parsed = addr.empty() ? Address{} : parseAddress(addr);  // throws before anything starts
+  st.started = true;
+  st.on = true;
+  st.identity = identity;
+  if (st.identity.jobId.empty()) st.identity.jobId = jobIdFromEnvironment();
+  st.intervalMs = static_cast<int>(std::clamp<int64_t>(config::getInt(config::Var::METRICS_INTERVAL_MS), 100, 3600000));
+#if CONFLUX_HAVE_METRICS
+  if (!addr.empty()) startHttp(st, parsed);
+#endif
+  if (!file.empty()) {
+    st.filePath = expandPath(file, std::max(0, identity.rank), identity.host);
+    std::thread(fileLoop, &st).detach();  // lives as long as the process (the state is never freed)
+  }
+  return true;
+}
+
+std::string httpAddress() {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  return st.httpAddress;
+}
+
+void addSource(const Source* source) {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  st.sources.push_back(source);
+}
+
+void removeSource(const Source* source) {
+  State& st = state();
+  writeFile(st);  // the source's final values (a no-op without file output)
+  std::lock_guard<std::mutex> lock(st.mutex);
+  st.sources.erase(std::remove(st.sources.begin(), st.sources.end(), source), st.sources.end());
+}
+
+std::string exposition() {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  return expositionLocked(st);
+}
+
+std::string statusJson() {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  std::string out = "{\"schema\":\"conflux.status\",\"version\":1,\"host\":";
+  appendJsonString(out, st.identity.host);
+  out += ",\"job_id\":";
+  appendJsonString(out, st.identity.jobId);
+  out += ",\"rank\":" + std::to_string(st.identity.rank) + ",\"local_rank\":" + std::to_string(st.identity.localRank);
+  out += ",\"pid\":" + std::to_string(::getpid()) + ",\"sources\":[";
+  bool first = true;
+  for (const Source* s : st.sources) {
+    const std::string part = s->status();
+    if (part.empty()) continue;
+    if (!first) out += ",\n";
+    first = false;
+    out += part;
+  }
+  out += "]}\n";
+  return out;
+}
+
+bool writeFileNow() { return writeFile(state()); }
+
+}  // namespace conflux::metrics
