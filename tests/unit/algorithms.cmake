@@ -35,6 +35,11 @@ if(TARGET conflux_trace_analysis)
     LIBS conflux_runtime conflux_trace_analysis
     LABELS unit)
 endif()
+# A communicator's metrics (src/comm_metrics.h) and their exposition (core/metrics).
+conflux_add_test(test_comm_metrics
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_comm_metrics.cc
+  LIBS conflux_runtime
+  LABELS unit)
 conflux_add_test(test_executor_fake
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_executor_fake.cc
   LIBS conflux_runtime

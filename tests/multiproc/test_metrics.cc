@@ -1,0 +1,217 @@
+// Metrics on real ranks: every rank serves /metrics and /status on PORT + its local rank, the counts
+// match the calls made (operations, bytes, histogram by size class, sequence, algorithms, errors), the
+// textfile is written at destroy, a malformed CONFLUX_METRICS_ADDR fails init naming it, and a taken
+// port only costs the metrics. Prometheus itself scraping a job is tests/observability/.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/multiproc/harness.h"
+
+using namespace conflux::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A base port unlikely to be in use, different for each test process (ranks add their local rank).
+int basePort() {
+  static const int port = 20000 + static_cast<int>(getpid() % 2000) * 16;
+  return port;
+}
+
+/// GET `path` from 127.0.0.1:port: the whole response (headers and body), "" when it cannot connect.
+std::string httpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return {};
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[65536];
+      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return out;
+}
+
+/// Samples of the exposition: "name{labels}" -> value (labels as written).
+std::map<std::string, double> samples(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return out;
+}
+
+/// The value of the one sample of `name` whose labels contain every `parts` (0 and a failure if none).
+double value(const std::map<std::string, double>& s, const std::string& name, const std::vector<std::string>& parts) {
+  const double* found = nullptr;
+  for (const auto& [key, v] : s) {
+    if (key.compare(0, name.size() + 1, name + "{") != 0) continue;
+    bool all = true;
+    for (const auto& p : parts) all = all && key.find(p) != std::string::npos;
+    if (!all) continue;
+    EXPECT_EQ(found, nullptr) << "two samples of " << name << " match";
+    found = &v;
+  }
+  EXPECT_NE(found, nullptr) << "no sample of " << name << " with the given labels";
+  return found != nullptr ? *found : 0;
+}
+
+cfxResult_t initNamed(cfxComm_t* comm, int nranks, const cfxUniqueId& id, int rank, const char* name) {
+  cfxConfig_t cfg = CFX_CONFIG_INITIALIZER;
+  cfg.commName = name;
+  return cfxCommInitRankConfig(comm, nranks, id, rank, &cfg);
+}
+
+}  // namespace
+
+TEST(Metrics, ScrapeCountsEveryCall) {
+  RunOptions opts;
+  opts.env = {{"CONFLUX_METRICS_ADDR", "127.0.0.1:" + std::to_string(basePort())}, {"CONFLUX_JOB_ID", "job-42"}};
+  auto out = runRanks(3, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (initNamed(&comm, nranks, id, rank, "train") != cfxSuccess) return 2;
+    std::vector<float> small(8, 1.0f), large(size_t{1} << 16, 1.0f);
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(cfxAllReduce(small.data(), small.data(), 8, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_EQ(cfxAllReduce(large.data(), large.data(), large.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    }
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(cfxBroadcast(small.data(), small.data(), 5, cfxFloat32, 1, comm, nullptr), cfxSuccess);
+
+    // The rank's own server (local rank == rank here), between calls.
+    const std::string resp = httpGet(basePort() + rank, "/metrics");
+    EXPECT_NE(resp.find("HTTP/1.1 200"), std::string::npos) << resp.substr(0, 200);
+    EXPECT_NE(resp.find("Content-Type: text/plain; version=0.0.4"), std::string::npos) << resp.substr(0, 300);
+    const auto s = samples(resp.substr(resp.find("\r\n\r\n") + 4));
+    const std::string me = "rank=\"" + std::to_string(rank) + "\"";
+    EXPECT_EQ(value(s, "conflux_build_info", {me, "job_id=\"job-42\"", "host=\""}), 1);
+    const std::vector<std::string> ar = {me, "comm=\"train\"", "collective=\"allreduce\""};
+    EXPECT_EQ(value(s, "conflux_collective_operations_total", ar), 15);
+    EXPECT_EQ(value(s, "conflux_collective_bytes_total", ar), 10 * 32 + 5 * 262144);
+    auto arClass = [&](const char* cls) {
+      auto v = ar;
+      v.push_back(std::string("size_class=\"") + cls + "\"");
+      return v;
+    };
+    EXPECT_EQ(value(s, "conflux_collective_duration_seconds_count", arClass("32")), 10);
+    EXPECT_EQ(value(s, "conflux_collective_duration_seconds_count", arClass("262144")), 5);
+    auto inf = arClass("262144");
+    inf.push_back("le=\"+Inf\"");
+    EXPECT_EQ(value(s, "conflux_collective_duration_seconds_bucket", inf), 5);
+    EXPECT_GT(value(s, "conflux_collective_duration_seconds_sum", arClass("262144")), 0);
+    EXPECT_EQ(value(s, "conflux_collective_operations_total", {me, "collective=\"broadcast\""}), 3);
+    EXPECT_EQ(value(s, "conflux_collective_bytes_total", {me, "collective=\"broadcast\""}), 3 * 20);
+    EXPECT_EQ(value(s, "conflux_collective_sequence", {me}), 18);
+    EXPECT_EQ(value(s, "conflux_collective_in_flight", {me}), 0);
+    EXPECT_EQ(value(s, "conflux_communicator_ranks", {me}), 3);
+    EXPECT_EQ(value(s, "conflux_communicator_healthy", {me}), 1);
+    EXPECT_EQ(value(s, "conflux_collective_errors_total", {me, "kind=\"timeout\""}), 0);
+    EXPECT_GT(value(s, "conflux_collective_last_progress_timestamp_seconds", {me}), 1.6e9);
+    double byAlgorithm = 0;
+    for (const auto& [key, v] : s) {
+      if (key.rfind("conflux_collective_algorithm_operations_total{", 0) == 0 && key.find("\"allreduce\"") != std::string::npos) {
+        byAlgorithm += v;
+      }
+    }
+    EXPECT_EQ(byAlgorithm, 15);
+
+    const std::string status = httpGet(basePort() + rank, "/status");
+    EXPECT_NE(status.find("Content-Type: application/json"), std::string::npos);
+    EXPECT_NE(status.find("\"schema\":\"conflux.status\""), std::string::npos) << status.substr(0, 400);
+    EXPECT_NE(status.find("\"reason\":\"status\""), std::string::npos);
+    EXPECT_NE(status.find("\"name\":\"train\""), std::string::npos);
+    EXPECT_NE(httpGet(basePort() + rank, "/nothing").find("404"), std::string::npos);
+    // Every rank scraped before any leaves.
+    EXPECT_EQ(cfxAllReduce(small.data(), small.data(), 1, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+TEST(Metrics, FileIsWrittenAtDestroyAndErrorsAreCounted) {
+  const fs::path dir = fs::temp_directory_path() / ("cfx-metrics-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  RunOptions opts;
+  opts.env = {{"CONFLUX_METRICS_FILE", (dir / "conflux.%r.prom").string()}};
+  auto out = runRanks(2, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    std::vector<float> buf(16384, 1.0f);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(cfxAllGather(buf.data(), buf.data() + 2048, 1024, cfxFloat32, comm, nullptr), cfxSuccess);
+    // Mismatched counts: an invalid-usage error on every rank.
+    EXPECT_EQ(cfxAllReduce(buf.data(), buf.data(), rank == 0 ? 16384 : 8192, cfxFloat32, cfxSum, comm, nullptr), cfxInvalidUsage);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+  for (int r = 0; r < 2; ++r) {
+    std::ifstream in(dir / ("conflux." + std::to_string(r) + ".prom"));
+    ASSERT_TRUE(in.good()) << "no file for rank " << r;
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto s = samples(text.str());
+    EXPECT_EQ(value(s, "conflux_collective_operations_total", {"collective=\"allgather\""}), 4);
+    EXPECT_EQ(value(s, "conflux_collective_bytes_total", {"collective=\"allgather\""}), 4 * 8192);
+    EXPECT_GE(value(s, "conflux_collective_errors_total", {"kind=\"invalid_usage\""}), 1);
+  }
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().extension(), ".prom") << e.path();
+  fs::remove_all(dir);
+}
+
+TEST(Metrics, MalformedAddressFailsInitNamingTheVariable) {
+  RunOptions opts;
+  opts.env = {{"CONFLUX_METRICS_ADDR", "localhost"}};
+  auto out = runRanks(1, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm = nullptr;
+    EXPECT_EQ(cfxCommInitRank(&comm, nranks, id, rank), cfxInvalidArgument);
+    EXPECT_TRUE(lastErrorMentions("CONFLUX_METRICS_ADDR")) << cfxGetLastError(nullptr);
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+TEST(Metrics, TakenPortCostsOnlyTheMetrics) {
+  const int port = basePort() + 8;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << std::strerror(errno);
+  ASSERT_EQ(listen(fd, 1), 0);
+  RunOptions opts;
+  opts.env = {{"CONFLUX_METRICS_ADDR", "127.0.0.1:" + std::to_string(port)}};
+  auto out = runRanks(1, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    EXPECT_EQ(cfxCommInitRank(&comm, nranks, id, rank), cfxSuccess);
+    std::vector<float> buf(16, 1.0f);
+    EXPECT_EQ(cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  }, opts);
+  close(fd);
+  EXPECT_TRUE(allSucceeded(out));
+}
