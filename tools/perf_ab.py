@@ -34,12 +34,13 @@ def perf_binary(build):
     return path
 
 
-def run_cell(perf, cell, args, json_path):
-    """{(bytes, place): microseconds} of one conflux-perf run."""
+def run_cell(perf, cell, args, json_path, env=None):
+    """{(bytes, place): microseconds} of one conflux-perf run (with `env` added to the environment)."""
     coll, ranks, reg = cell
     cmd = [perf, coll, "--ranks", str(ranks), "--pin", "-b", args.min, "-e", args.max, "-f", "4",
            "-n", str(args.iters), "-w", "5", "-R", str(reg), "-J", json_path]
-    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600,
+                       env=dict(os.environ, **(env or {})))
     if p.returncode != 0:
         sys.exit("perf_ab: %s failed (%d):\n%s" % (" ".join(cmd), p.returncode, p.stderr[-2000:]))
     with open(json_path) as f:
@@ -58,6 +59,9 @@ def main():
                                                 for n in (2, 4) for r in (0, 1)))
     ap.add_argument("--min", default="8")
     ap.add_argument("--max", default="8M")
+    ap.add_argument("--env-a", action="append", default=[], metavar="NAME=VALUE",
+                    help="set in A's runs only (repeatable); with the same build as --a and --b, compares settings")
+    ap.add_argument("--env-b", action="append", default=[], metavar="NAME=VALUE", help="set in B's runs only")
     ap.add_argument("--json", help="also write every time measured here")
     ap.add_argument("--slower-only", action="store_true", help="print only the rows flagged slower")
     ap.add_argument("--from-json", help="analyse the times a --json run wrote, measuring nothing")
@@ -74,6 +78,7 @@ def main():
     if not args.a or not args.b:
         ap.error("--a and --b name the two builds (or --from-json a stored run)")
     builds = {"A": perf_binary(args.a), "B": perf_binary(args.b)}
+    envs = {name: dict(item.split("=", 1) for item in items) for name, items in (("A", args.env_a), ("B", args.env_b))}
     cells = []
     for text in args.cells.split(","):
         coll, ranks, reg = text.split(":")
@@ -86,7 +91,7 @@ def main():
             random.Random(rep).shuffle(order)
             for cell in order:
                 for name in (("A", "B") if rep % 2 == 0 else ("B", "A")):
-                    for (size, place), t in run_cell(builds[name], cell, args, json_path).items():
+                    for (size, place), t in run_cell(builds[name], cell, args, json_path, envs[name]).items():
                         times.setdefault((cell, size, place), {"A": [], "B": []})[name].append(t)
             print("repetition %d/%d done" % (rep + 1, args.reps), file=sys.stderr, flush=True)
     if args.json:
