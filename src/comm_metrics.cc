@@ -56,11 +56,24 @@ void CommMetrics::collect(metrics::Sink& sink) const {
   sink.gauge("conflux_communicator_rank", "This process's rank in the communicator", {{"comm", comm}, {"comm_id", id}}, setup_.rank);
   sink.gauge("conflux_communicator_healthy", "1 while the communicator is in service, 0 once an error or an abort "
              "put it out of service", {{"comm", comm}, {"comm_id", id}}, health_.load(std::memory_order_relaxed) == 0 ? 1 : 0);
+  // Completions first, then starts: a call that ends in between counts as still in flight, never as
+  // fewer than none.
+  std::array<uint64_t, kNumCollectives> ops{}, bytes{};
+  uint64_t ended = failedCalls_.load(std::memory_order_relaxed);
+  for (int c = 0; c < kNumCollectives; ++c) {
+    for (int s = 0; s < kSizeClasses; ++s) {
+      const Cell* cell = cells_[c][s].load(std::memory_order_acquire);
+      if (cell == nullptr) continue;
+      for (const auto& b : cell->buckets) ops[c] += b.load(std::memory_order_relaxed);
+      bytes[c] += cell->bytes.load(std::memory_order_relaxed);
+    }
+    ended += ops[c];
+  }
+  const uint64_t seq = collStarted_.load(std::memory_order_relaxed);
+  const uint64_t started = seq + p2pStarted_.load(std::memory_order_relaxed);
   sink.gauge("conflux_collective_sequence", "Number of the last collective call started (the same call has the "
              "same number on every rank: max - min over a communicator's ranks is the desync)", {{"comm", comm}, {"comm_id", id}},
-             static_cast<double>(seq_.load(std::memory_order_relaxed)));
-  const uint64_t ended = ended_.load(std::memory_order_relaxed);
-  const uint64_t started = started_.load(std::memory_order_relaxed);
+             static_cast<double>(seq));
   sink.gauge("conflux_collective_in_flight", "Calls started and not yet ended (collectives and point-to-point "
              "batches)", {{"comm", comm}, {"comm_id", id}}, static_cast<double>(started >= ended ? started - ended : 0));
   const uint64_t last = lastEndTicks_.load(std::memory_order_relaxed);
@@ -75,9 +88,9 @@ void CommMetrics::collect(metrics::Sink& sink) const {
     const std::string coll(collectiveName(static_cast<Collective>(c)));
     const metrics::Labels labels = {{"comm", comm}, {"comm_id", id}, {"collective", coll}};
     sink.counter("conflux_collective_operations_total", "Calls that completed", labels,
-                 static_cast<double>(ops_[c].load(std::memory_order_relaxed)));
+                 static_cast<double>(ops[c]));
     sink.counter("conflux_collective_bytes_total", "Bytes of the calls that completed (nccl-tests' size: the larger "
-                 "of the send and receive buffers)", labels, static_cast<double>(bytes_[c].load(std::memory_order_relaxed)));
+                 "of the send and receive buffers)", labels, static_cast<double>(bytes[c]));
     for (int a = 0; a < kCountedAlgorithms; ++a) {
       const uint64_t n = algorithmOps_[c][a].load(std::memory_order_relaxed);
       if (n == 0) continue;

@@ -57,29 +57,27 @@ class CommMetrics final : public metrics::Source {
   // ---- the call thread only (inline: every call) ----
   /// A call starts: a collective (numbered like the flight recorder's, the same on every rank) or a
   /// point-to-point batch (not numbered: only some ranks make it).
-  void began(bool collective) {
-    bump(started_);
-    if (collective) bump(seq_);
-  }
-  /// The call ended at `endTicks` after `ticks`; `algorithm` is its recorder name index (0: none).
+  void began(bool collective) { bump(collective ? collStarted_ : p2pStarted_); }
+  /// The call ended at `endTicks` after `ticks`; `algorithm` is its recorder name index (0: none). The
+  /// fewest words possible: operation and byte totals per collective are sums over its cells, and the
+  /// calls in flight are the calls started less those ended, all added up at a scrape.
   void completed(Collective coll, uint64_t bytes, uint64_t ticks, uint32_t algorithm, uint64_t endTicks) {
     const auto c = static_cast<size_t>(coll);
-    bump(ops_[c]);
-    add(bytes_[c], bytes);
-    bump(algorithmOps_[c][algorithm < kCountedAlgorithms ? algorithm : kCountedAlgorithms - 1]);
-    Cell* cell = cells_[c][sizeClassOf(bytes)].load(std::memory_order_relaxed);
-    if (cell == nullptr) cell = makeCell(c, sizeClassOf(bytes));
+    const int size = sizeClassOf(bytes);
+    Cell* cell = cells_[c][size].load(std::memory_order_relaxed);
+    if (cell == nullptr) cell = makeCell(c, size);
     add(cell->ticks, ticks);
+    add(cell->bytes, bytes);
     bump(cell->buckets[bucketOf(ticks)]);
-    cell->algorithm.store(algorithm, std::memory_order_relaxed);
+    if (cell->algorithm.load(std::memory_order_relaxed) != algorithm) cell->algorithm.store(algorithm, std::memory_order_relaxed);
+    bump(algorithmOps_[c][algorithm < kCountedAlgorithms ? algorithm : kCountedAlgorithms - 1]);
     lastEndTicks_.store(endTicks, std::memory_order_relaxed);
-    bump(ended_);
   }
   /// The call failed with `code` (counted by kind; the call is not in the histogram).
   void failedCall(Code code, uint64_t endTicks) {
     countError(code);
+    bump(failedCalls_);
     lastEndTicks_.store(endTicks, std::memory_order_relaxed);
-    bump(ended_);
   }
 
   // ---- any thread ----
@@ -100,7 +98,7 @@ class CommMetrics final : public metrics::Source {
 
  private:
   struct Cell {
-    std::atomic<uint64_t> ticks{0};
+    std::atomic<uint64_t> ticks{0}, bytes{0};
     std::array<std::atomic<uint64_t>, kDurationBuckets + 1> buckets{};
     std::atomic<uint32_t> algorithm{0};  // the last call's
   };
@@ -112,8 +110,8 @@ class CommMetrics final : public metrics::Source {
 
   Setup setup_;
   double usPerTick_ = 0;  // fixed at construction: bucket bounds never move
-  std::atomic<uint64_t> started_{0}, ended_{0}, seq_{0}, lastEndTicks_{0};
-  std::array<std::atomic<uint64_t>, kNumCollectives> ops_{}, bytes_{};
+  // One line of the words every call writes; collStarted_ is also the sequence number.
+  alignas(64) std::atomic<uint64_t> collStarted_{0}, p2pStarted_{0}, failedCalls_{0}, lastEndTicks_{0};
   std::array<std::array<std::atomic<uint64_t>, kCountedAlgorithms>, kNumCollectives> algorithmOps_{};
   std::array<std::array<std::atomic<Cell*>, kSizeClasses>, kNumCollectives> cells_{};
   std::array<std::atomic<uint64_t>, 16> errors_{};  // by Code
