@@ -8,8 +8,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -215,3 +221,52 @@ TEST(Metrics, TakenPortCostsOnlyTheMetrics) {
   close(fd);
   EXPECT_TRUE(allSucceeded(out));
 }
+
+#ifdef CONFLUX_STATUS_BIN
+// conflux-status on a live job: one rank stopped (SIGSTOP: it answers nothing, not even /status), the
+// others blocked in a call waiting for it. The tool names the stopped rank; the job then goes on.
+TEST(Metrics, LiveStatusNamesTheStoppedRank) {
+  const fs::path stop = fs::temp_directory_path() / ("cfx-status-stop-" + std::to_string(getpid()));
+  fs::remove(stop);
+  const int port = basePort() + 10;
+  std::string text;
+  int rc = -1;
+  RunOptions opts;
+  opts.env = {{"CONFLUX_METRICS_ADDR", "127.0.0.1:" + std::to_string(port)}, {"CONFLUX_TIMEOUT_MS", "60000"}};
+  opts.whileRunning = [&](const std::vector<int>& pids) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    kill(pids[2], SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const std::string cmd = std::string(CONFLUX_STATUS_BIN) + " --timeout-ms 1500 127.0.0.1:" + std::to_string(port) +
+                            "-" + std::to_string(port + 2) + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::array<char, 512> buf{};
+    while (p != nullptr && fgets(buf.data(), buf.size(), p) != nullptr) text += buf.data();
+    if (p != nullptr) {
+      const int status = pclose(p);
+      rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    kill(pids[2], SIGCONT);
+    std::ofstream(stop).put('1');
+  };
+  auto out = runRanks(3, [&stop](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    std::vector<float> buf(size_t{1} << 14, 1.0f);
+    for (float done = 0; done == 0;) {  // until rank 0 sees the stop file: every rank makes the same calls
+      EXPECT_EQ(cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+      done = rank == 0 && fs::exists(stop) ? 1.0f : 0.0f;
+      EXPECT_EQ(cfxAllReduce(&done, &done, 1, cfxFloat32, cfxMax, comm, nullptr), cfxSuccess);
+    }
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  }, opts);
+  fs::remove(stop);
+  EXPECT_TRUE(allSucceeded(out));
+  EXPECT_EQ(rc, 1) << "rank 2 cannot answer, so conflux-status reports a failure: " << text;
+  EXPECT_NE(text.find("127.0.0.1:" + std::to_string(port + 2)), std::string::npos) << text;
+  EXPECT_NE(text.find("suspect: rank 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("waiting for rank 2"), std::string::npos) << text;
+  std::printf("%s", text.c_str());
+}
+#endif

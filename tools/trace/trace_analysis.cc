@@ -170,7 +170,7 @@ CommReport analyzeComm(const std::vector<const RankDump*>& dumps) {
     }
     rep.dumped.push_back(r);
     views.emplace(r, viewOf(*it->second));
-    allSignal &= it->second->reason == "signal";
+    allSignal &= it->second->reason == "signal" || it->second->reason == "status";  // live views
   }
 
   // Steps 1 and 2, over the ranks that recorded collectives.
@@ -186,7 +186,7 @@ CommReport analyzeComm(const std::vector<const RankDump*>& dumps) {
   rep.lastCommon = anyKnown ? lowest : 0;
   if (anyKnown && (lowest != highest || inFlight)) rep.divergedAt = lowest + 1;
   if (rep.divergedAt != 0 && allSignal) {
-    rep.note = "every dump was taken on SIGUSR1, not at one moment: ranks a call apart may just be in flight";
+    rep.note = "every dump was taken live (SIGUSR1 or /status), not at one moment: ranks a call apart may just be in flight";
   }
 
   for (int r = 0; r < rep.nranks; ++r) {
