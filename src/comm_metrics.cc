@@ -84,6 +84,7 @@ void CommMetrics::collect(metrics::Sink& sink) const {
                  {{"comm", comm}, {"comm_id", id}, {"kind", codeLabel(code)}},
                  static_cast<double>(errors_[static_cast<size_t>(code)].load(std::memory_order_relaxed)));
   }
+  collectTraffic(sink, nsPerTick);
   for (int c = 0; c < kNumCollectives; ++c) {
     const std::string coll(collectiveName(static_cast<Collective>(c)));
     const metrics::Labels labels = {{"comm", comm}, {"comm_id", id}, {"collective", coll}};
@@ -122,6 +123,26 @@ void CommMetrics::collect(metrics::Sink& sink) const {
                  "class (always 1)", {{"comm", comm}, {"comm_id", id}, {"collective", coll}, {"size_class", size},
                  {"algorithm", name.empty() ? "unknown" : name}}, 1);
     }
+  }
+}
+
+void CommMetrics::collectTraffic(metrics::Sink& sink, double nsPerTick) const {
+  const TrafficCounters& t = traffic_;
+  for (int c : {TrafficCounters::kLocal, TrafficCounters::kRemote}) {
+    if (c == TrafficCounters::kRemote && setup_.remoteTransport.empty()) continue;  // one node: no network
+    const metrics::Labels labels = {{"comm", setup_.comm}, {"comm_id", setup_.commId},
+                                    {"transport", c == TrafficCounters::kLocal ? "shm" : setup_.remoteTransport},
+                                    {"peer", c == TrafficCounters::kLocal ? "local" : "remote"}};
+    const auto v = [](const std::atomic<uint64_t>& a) { return static_cast<double>(a.load(std::memory_order_relaxed)); };
+    sink.counter("conflux_transport_sent_bytes_total", "Bytes of the messages plans sent, by peer class (local: this "
+                 "node's ranks, remote: other nodes)", labels, v(t.sentBytes[c]));
+    sink.counter("conflux_transport_sent_messages_total", "Messages plans sent, by peer class", labels, v(t.sentMessages[c]));
+    sink.counter("conflux_transport_received_bytes_total", "Bytes of the messages plans received, by peer class", labels,
+                 v(t.receivedBytes[c]));
+    sink.counter("conflux_transport_received_messages_total", "Messages plans received, by peer class", labels,
+                 v(t.receivedMessages[c]));
+    sink.counter("conflux_transport_wait_seconds_total", "Time calls spent blocked waiting on peers of the class "
+                 "(after spinning)", labels, v(t.waitTicks[c]) * nsPerTick / 1e9);
   }
 }
 

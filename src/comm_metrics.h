@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/metrics/service.h"
 #include "core/types.h"
+#include "src/traffic_counters.h"
 
 namespace conflux {
 
@@ -50,6 +51,7 @@ class CommMetrics final : public metrics::Source {
     std::string commId;  ///< the `comm_id` label: the same on every rank, unique per communicator
     int rank = 0, nranks = 1;
     const FlightRecorder* recorder = nullptr;  ///< algorithm names and the /status view (outlives this)
+    std::string remoteTransport;  ///< the network's name (transport::Network::name), "" on one node
   };
   explicit CommMetrics(Setup setup);
   ~CommMetrics() override;
@@ -86,6 +88,9 @@ class CommMetrics final : public metrics::Source {
   /// The communicator went out of service with `code` (Ok: healthy).
   void setHealth(Code code) { health_.store(static_cast<int>(code), std::memory_order_relaxed); }
 
+  /// The executor's message counters (ExecEnv::traffic).
+  TrafficCounters& traffic() { return traffic_; }
+
   void collect(metrics::Sink& sink) const override;
   std::string status() const override;
 
@@ -107,6 +112,7 @@ class CommMetrics final : public metrics::Source {
     a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
   }
   Cell* makeCell(size_t coll, int sizeClass);
+  void collectTraffic(metrics::Sink& sink, double nsPerTick) const;
 
   Setup setup_;
   double usPerTick_ = 0;  // fixed at construction: bucket bounds never move
@@ -116,6 +122,7 @@ class CommMetrics final : public metrics::Source {
   std::array<std::array<std::atomic<Cell*>, kSizeClasses>, kNumCollectives> cells_{};
   std::array<std::atomic<uint64_t>, 16> errors_{};  // by Code
   std::atomic<int> health_{0};
+  TrafficCounters traffic_;
 };
 
 }  // namespace conflux

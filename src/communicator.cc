@@ -131,18 +131,9 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   deviceAlgorithm_ = recorder_->internAlgorithm("device");
   if (config::getBool(config::Var::TRACE_SIGNAL)) FlightRecorder::installSignalDump();
   // Metrics (src/comm_metrics.h): the first communicator of the process starts the service and names
-  // the process (its rank, local rank and host label every sample).
-  if (metrics::start(metrics::Identity{rank_, localRank_, hostName(), {}})) {
-    CommMetrics::Setup m;
-    m.commId = bootstrap::jobTag(id);  // the flight recorder's dumps name it alike
-    m.comm = name_.empty() ? m.commId : name_;
-    m.rank = rank_;
-    m.nranks = nranks_;
-    m.recorder = recorder_.get();
-    metrics_ = std::make_unique<CommMetrics>(std::move(m));
-    metrics::addSource(metrics_.get());
-  }
-  timed_ = recorder_->enabled() || metrics_ != nullptr;
+  // the process (its rank, local rank and host label every sample). Started here, before any other
+  // rank waits on this one, so that a malformed address fails init at once; counted from below.
+  const bool metricsOn = metrics::start(metrics::Identity{rank_, localRank_, hostName(), {}});
 
   // Shared memory among the ranks of this node.
   shm::ShmConfig cfg;
@@ -189,6 +180,19 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
   env_.aborted = &aborted_;
   env_.net = net_.get();
+  if (metricsOn) {
+    CommMetrics::Setup m;
+    m.commId = bootstrap::jobTag(id);  // the flight recorder's dumps name it alike
+    m.comm = name_.empty() ? m.commId : name_;
+    m.rank = rank_;
+    m.nranks = nranks_;
+    m.recorder = recorder_.get();
+    if (net_ != nullptr) m.remoteTransport = std::string(net_->name());
+    metrics_ = std::make_unique<CommMetrics>(std::move(m));
+    env_.traffic = &metrics_->traffic();
+    metrics::addSource(metrics_.get());
+  }
+  timed_ = recorder_->enabled() || metrics_ != nullptr;
   linkPeers(env_, selectTransports(hosts, rank_));
   if (config::getBool(config::Var::DIRECT) && numNodes_ == 1 && nranks_ > 1) {
     direct_ = std::make_unique<DirectCalls>(*world_, env_);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/ticks.h"
 #include "src/rank_executor.h"
 
 namespace conflux::exec {
@@ -88,6 +89,7 @@ Status RankExecutor::runRound(const Round& round) {
     Status s = checkHealth(round);
     if (!s) return s;
     call_.trace.noteWait(static_cast<int>(round_), stuckPeer(round));
+    const uint64_t blockedAt = env_.traffic != nullptr ? ticksNow() : 0;
     if (netPending_ > 0) {
       // Network completions ring no doorbell: block on the transport instead, briefly, so that
       // local-group members of this round are not left waiting long.
@@ -95,13 +97,31 @@ Status RankExecutor::runRound(const Round& round) {
     } else {
       local_->sleep(seen, kMaxSleepMs);
     }
+    if (env_.traffic != nullptr) {
+      TrafficCounters::add(env_.traffic->waitTicks[netPending_ > 0 ? TrafficCounters::kRemote : TrafficCounters::kLocal],
+                           ticksNow() - blockedAt);
+    }
     backoff.woke();
   }
+  if (env_.traffic != nullptr) countTraffic(round);
   for (uint32_t i = 0; i < round.numOps; ++i) {
     const Op& op = plan_.ops[round.firstOp + i];
     if (!isCommOp(op.kind)) runLocal(op);
   }
   return Status::ok();
+}
+
+void RankExecutor::countTraffic(const Round& round) {
+  TrafficCounters& t = *env_.traffic;
+  for (uint32_t i = 0; i < round.numOps; ++i) {
+    const Op& op = plan_.ops[round.firstOp + i];
+    if (op.kind != OpKind::Send && op.kind != OpKind::Recv && op.kind != OpKind::RecvReduce) continue;
+    if (op.peer == env_.rank) continue;  // a copy to itself moves nothing between ranks
+    const int c = isRemote(op.peer) ? TrafficCounters::kRemote : TrafficCounters::kLocal;
+    const bool send = op.kind == OpKind::Send;
+    TrafficCounters::add((send ? t.sentBytes : t.receivedBytes)[c], op.bytes);
+    TrafficCounters::add((send ? t.sentMessages : t.receivedMessages)[c], 1);
+  }
 }
 
 bool RankExecutor::progressComm(const Round& round, bool& allDone) {

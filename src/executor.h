@@ -30,6 +30,7 @@
 #include "core/types.h"
 #include "kernels/cpu/reduce.h"
 #include "src/flight_recorder.h"
+#include "src/traffic_counters.h"
 #include "transport/transport.h"
 #include "transport/local_group.h"
 
@@ -100,6 +101,8 @@ struct ExecEnv {
   transport::MessageTransport* net = nullptr;
   /// By global rank: how this rank reaches it (linkPeers in src/peer_links.h).
   std::vector<PeerLink> links;
+  /// The communicator's message counters (src/traffic_counters.h); null when metrics are off.
+  TrafficCounters* traffic = nullptr;
 };
 
 /// Memory the executor reuses from call to call (one per communicator), so that a call allocates nothing.

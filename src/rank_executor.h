@@ -120,6 +120,8 @@ class RankExecutor {
   // bounce buffers: one for RecvReduce operations, and for PreMulSum one for the messages sent straight
   // from the own input, which are scaled there first (offsets[i]: the op's place in its buffer).
   Status postNet(const Round& round);
+  /// Adds the round's sends and receives to the communicator's message counters (metrics on).
+  void countTraffic(const Round& round);
   bool progressNet(const Op& op, OpState& st, uint32_t i);
   /// Grows a bounce buffer; the transport forgets the old one first (it may hold registrations of it).
   void growBounce(std::vector<std::byte>& buf, uint64_t bytes);

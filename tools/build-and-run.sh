@@ -42,6 +42,10 @@ if [[ $mode == test ]]; then
     python3 -m venv .venv
     .venv/bin/pip install -q --no-input torch numpy expecttest
   fi
+  # grafanalib generates the Grafana dashboard (deploy/grafana); a test checks the committed one.
+  if ! .venv/bin/python -c "import grafanalib" >/dev/null 2>&1; then
+    .venv/bin/pip install -q --no-input grafanalib
+  fi
   torch_args=(-DCONFLUX_TORCH_PYTHON="$PWD/.venv/bin/python")
 fi
 echo "== configure + build (release)"

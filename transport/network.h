@@ -25,6 +25,8 @@ namespace conflux::transport {
 
 class Network : public MessageTransport {
  public:
+  /// The transport's CONFLUX_NET name ("ofi", "tcp"): the `transport` label of the metrics.
+  virtual std::string_view name() const = 0;
   /// One line for the init log: what carries the messages and why ("ofi provider tcp;ofi_rxm, rail
   /// domains lo (bound to 10.0.0.1) in tag space 0").
   virtual std::string describe() const = 0;

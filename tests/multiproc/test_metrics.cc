@@ -154,6 +154,31 @@ TEST(Metrics, ScrapeCountsEveryCall) {
   EXPECT_TRUE(allSucceeded(out));
 }
 
+TEST(Metrics, RingMessagesAreCountedByPeerClass) {
+  RunOptions opts;
+  opts.env = {{"CONFLUX_METRICS_ADDR", "127.0.0.1:" + std::to_string(basePort() + 4)}, {"CONFLUX_ALGO", "allreduce=ring"}};
+  auto out = runRanks(3, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    std::vector<float> buf(3 * 4096, 1.0f);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    const std::string resp = httpGet(basePort() + 4 + rank, "/metrics");
+    const auto s = samples(resp.substr(resp.find("\r\n\r\n") + 4));
+    // A ring all-reduce sends and receives 2 (n - 1) / n of the buffer per call.
+    const std::vector<std::string> local = {"transport=\"shm\"", "peer=\"local\""};
+    EXPECT_EQ(value(s, "conflux_transport_sent_bytes_total", local), 5 * 65536);
+    EXPECT_EQ(value(s, "conflux_transport_received_bytes_total", local), 5 * 65536);
+    EXPECT_GE(value(s, "conflux_transport_sent_messages_total", local), 5 * 4);
+    EXPECT_GE(value(s, "conflux_transport_wait_seconds_total", local), 0);
+    EXPECT_EQ(resp.find("peer=\"remote\""), std::string::npos) << "one node has no network";
+    EXPECT_EQ(value(s, "conflux_collective_algorithm_operations_total", {"algorithm=\"ring\""}), 5);
+    EXPECT_EQ(cfxAllReduce(buf.data(), buf.data(), 1, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
 TEST(Metrics, FileIsWrittenAtDestroyAndErrorsAreCounted) {
   const fs::path dir = fs::temp_directory_path() / ("cfx-metrics-" + std::to_string(getpid()));
   fs::create_directories(dir);

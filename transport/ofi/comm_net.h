@@ -52,6 +52,7 @@ class CommNet : public transport::Network {
   void forget(const void* ptr, size_t bytes) override { transport_->invalidate(ptr, bytes); }
 
   // ---- transport::Network ----
+  std::string_view name() const override { return "ofi"; }
   std::string describe() const override { return description_; }
   std::string endpointKey() const override { return endpointKey_; }
   /// Keeps `buffers` until the endpoints close and retires this view's tag space (retireSpace).

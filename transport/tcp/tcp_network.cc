@@ -169,6 +169,7 @@ class TcpNetwork final : public transport::Network {
     }
   }
 
+  std::string_view name() const override { return "tcp"; }
   std::string describe() const override {
     return "tcp sockets to " + std::to_string(connected_) + " rank(s) on other nodes, listening on " + listenAddress_;
   }
