@@ -33,7 +33,8 @@ uint64_t callBytes(Collective coll, uint64_t count, size_t eltSize, int nranks) 
 }
 
 CommMetrics::CommMetrics(Setup setup) : setup_(std::move(setup)) {
-  usPerTick_ = processTickScale().settledNsPerTick() / 1e3;
+  nsPerTick_ = processTickScale().settledNsPerTick();
+  usPerTick_ = nsPerTick_ / 1e3;
 }
 
 CommMetrics::~CommMetrics() {
@@ -51,7 +52,7 @@ CommMetrics::Cell* CommMetrics::makeCell(size_t coll, int sizeClass) {
 void CommMetrics::collect(metrics::Sink& sink) const {
   const std::string& comm = setup_.comm;
   const std::string& id = setup_.commId;
-  const double nsPerTick = processTickScale().nsPerTick();
+  const double nsPerTick = nsPerTick_;
   sink.gauge("conflux_communicator_ranks", "Ranks of the communicator", {{"comm", comm}, {"comm_id", id}}, setup_.nranks);
   sink.gauge("conflux_communicator_rank", "This process's rank in the communicator", {{"comm", comm}, {"comm_id", id}}, setup_.rank);
   sink.gauge("conflux_communicator_healthy", "1 while the communicator is in service, 0 once an error or an abort "
@@ -59,7 +60,7 @@ void CommMetrics::collect(metrics::Sink& sink) const {
   // Completions first, then starts: a call that ends in between counts as still in flight, never as
   // fewer than none.
   std::array<uint64_t, kNumCollectives> ops{}, bytes{};
-  uint64_t ended = failedCalls_.load(std::memory_order_relaxed);
+  uint64_t ended = calls_.failed.load(std::memory_order_relaxed);
   for (int c = 0; c < kNumCollectives; ++c) {
     for (int s = 0; s < kSizeClasses; ++s) {
       const Cell* cell = cells_[c][s].load(std::memory_order_acquire);
@@ -69,16 +70,16 @@ void CommMetrics::collect(metrics::Sink& sink) const {
     }
     ended += ops[c];
   }
-  const uint64_t seq = collStarted_.load(std::memory_order_relaxed);
-  const uint64_t started = seq + p2pStarted_.load(std::memory_order_relaxed);
+  const uint64_t seq = calls_.collStarted.load(std::memory_order_relaxed);
+  const uint64_t started = seq + calls_.p2pStarted.load(std::memory_order_relaxed);
   sink.gauge("conflux_collective_sequence", "Number of the last collective call started (the same call has the "
              "same number on every rank: max - min over a communicator's ranks is the desync)", {{"comm", comm}, {"comm_id", id}},
              static_cast<double>(seq));
   sink.gauge("conflux_collective_in_flight", "Calls started and not yet ended (collectives and point-to-point "
              "batches)", {{"comm", comm}, {"comm_id", id}}, static_cast<double>(started >= ended ? started - ended : 0));
-  const uint64_t last = lastEndTicks_.load(std::memory_order_relaxed);
+  const uint64_t last = calls_.lastEndTicks.load(std::memory_order_relaxed);
   sink.gauge("conflux_collective_last_progress_timestamp_seconds", "Unix time the last call ended (0: none yet)",
-             {{"comm", comm}, {"comm_id", id}}, last == 0 ? 0.0 : static_cast<double>(processTickScale().wallNs(last, nsPerTick)) / 1e9);
+             {{"comm", comm}, {"comm_id", id}}, last == 0 ? 0.0 : static_cast<double>(processTickScale().wallNs(last, processTickScale().nsPerTick())) / 1e9);
   for (Code code : kErrorKinds) {
     sink.counter("conflux_collective_errors_total", "Calls that failed, by kind (timeout, remote_error, aborted, ...)",
                  {{"comm", comm}, {"comm_id", id}, {"kind", codeLabel(code)}},
@@ -95,7 +96,9 @@ void CommMetrics::collect(metrics::Sink& sink) const {
     for (int a = 0; a < kCountedAlgorithms; ++a) {
       const uint64_t n = algorithmOps_[c][a].load(std::memory_order_relaxed);
       if (n == 0) continue;
-      std::string name = setup_.recorder != nullptr ? setup_.recorder->algorithmName(static_cast<uint32_t>(a)) : "";
+      std::string name = a == kCountedAlgorithms - 1 ? "other"
+                         : setup_.recorder != nullptr ? setup_.recorder->algorithmName(static_cast<uint32_t>(a))
+                                                      : "";
       sink.counter("conflux_collective_algorithm_operations_total", "Calls that completed, by the algorithm that ran "
                    "them (eager, p2p, device or a plan's name)",
                    {{"comm", comm}, {"comm_id", id}, {"collective", coll}, {"algorithm", name.empty() ? "unknown" : name}},

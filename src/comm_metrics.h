@@ -31,7 +31,8 @@ class FlightRecorder;
 inline constexpr int kDurationBuckets = 27;
 /// Message-size classes: class c holds calls of (2^(c-1), 2^c] bytes (class 0: 1 byte), up to 2^47.
 inline constexpr int kSizeClasses = 48;
-/// Algorithms counted apart per collective (recorder name indices); later ones count as the last.
+/// Algorithms counted apart per collective (recorder name indices 0 .. kCountedAlgorithms-2); later
+/// ones share the last slot, exported as algorithm "other".
 inline constexpr int kCountedAlgorithms = 32;
 
 /// The bytes a call's size is counted as: nccl-tests' "size" (the larger of its send and receive
@@ -59,7 +60,7 @@ class CommMetrics final : public metrics::Source {
   // ---- the call thread only (inline: every call) ----
   /// A call starts: a collective (numbered like the flight recorder's, the same on every rank) or a
   /// point-to-point batch (not numbered: only some ranks make it).
-  void began(bool collective) { bump(collective ? collStarted_ : p2pStarted_); }
+  void began(bool collective) { bump(collective ? calls_.collStarted : calls_.p2pStarted); }
   /// The call ended at `endTicks` after `ticks`; `algorithm` is its recorder name index (0: none). The
   /// fewest words possible: operation and byte totals per collective are sums over its cells, and the
   /// calls in flight are the calls started less those ended, all added up at a scrape.
@@ -73,13 +74,13 @@ class CommMetrics final : public metrics::Source {
     bump(cell->buckets[bucketOf(ticks)]);
     if (cell->algorithm.load(std::memory_order_relaxed) != algorithm) cell->algorithm.store(algorithm, std::memory_order_relaxed);
     bump(algorithmOps_[c][algorithm < kCountedAlgorithms ? algorithm : kCountedAlgorithms - 1]);
-    lastEndTicks_.store(endTicks, std::memory_order_relaxed);
+    calls_.lastEndTicks.store(endTicks, std::memory_order_relaxed);
   }
   /// The call failed with `code` (counted by kind; the call is not in the histogram).
   void failedCall(Code code, uint64_t endTicks) {
     countError(code);
-    bump(failedCalls_);
-    lastEndTicks_.store(endTicks, std::memory_order_relaxed);
+    bump(calls_.failed);
+    calls_.lastEndTicks.store(endTicks, std::memory_order_relaxed);
   }
 
   // ---- any thread ----
@@ -115,9 +116,13 @@ class CommMetrics final : public metrics::Source {
   void collectTraffic(metrics::Sink& sink, double nsPerTick) const;
 
   Setup setup_;
-  double usPerTick_ = 0;  // fixed at construction: bucket bounds never move
-  // One line of the words every call writes; collStarted_ is also the sequence number.
-  alignas(64) std::atomic<uint64_t> collStarted_{0}, p2pStarted_{0}, failedCalls_{0}, lastEndTicks_{0};
+  // Fixed at construction: bucket bounds never move, and the seconds counters, converted with it, never
+  // go down (a rate measured again at each scrape would move with the clock's slew).
+  double nsPerTick_ = 0, usPerTick_ = 0;
+  // One line of the words every call writes; collStarted is also the sequence number.
+  struct alignas(64) Calls {
+    std::atomic<uint64_t> collStarted{0}, p2pStarted{0}, failed{0}, lastEndTicks{0};
+  } calls_;
   std::array<std::array<std::atomic<uint64_t>, kCountedAlgorithms>, kNumCollectives> algorithmOps_{};
   std::array<std::array<std::atomic<Cell*>, kSizeClasses>, kNumCollectives> cells_{};
   std::array<std::atomic<uint64_t>, 16> errors_{};  // by Code

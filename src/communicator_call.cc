@@ -91,7 +91,14 @@ Status CommunicatorImpl::traced(const Entry& entry, TraceCursor cursor, Collecti
   current_ = cursor;
   algorithm_ = 0;
   if (metrics_) metrics_->began(coll != Collective::SendRecv);
-  Status s = body();  // one named result, returned as is: no copies of the Status on the fast path
+  Status s;
+  try {
+    s = body();  // one named result, returned as is: no copies of the Status on the fast path
+  } catch (...) {
+    // An allocation failure, say: the call failed; it must not stay in flight in the metrics.
+    if (metrics_) metrics_->failedCall(Code::InternalError, timed_ ? ticksNow() : 0);
+    throw;
+  }
   const uint64_t endTicks = timed_ ? ticksNow() : 0;
   FlightRecorder::end(current_, s.isOk(), endTicks);
   current_ = TraceCursor();
@@ -266,11 +273,11 @@ Status CommunicatorImpl::runEagerCall(const CallArgs& a, const void* scalar, uin
 Status CommunicatorImpl::runP2p(const std::vector<P2pOp>& ops) {
   const Entry entry = enter();
   if (Status e = asyncError(); !e) return refuse(e);
-  uint64_t sent = 0;
-  for (const P2pOp& op : ops) sent += op.isSend ? op.bytes : 0;
+  uint64_t sent = 0, received = 0;
+  for (const P2pOp& op : ops) (op.isSend ? sent : received) += op.bytes;
   const TraceCursor cursor =
       recorder_->beginP2p(static_cast<uint32_t>(ops.size()), sent, entry.queuedTicks, entry.startTicks);
-  return traced(entry, cursor, Collective::SendRecv, sent, [&] {
+  return traced(entry, cursor, Collective::SendRecv, std::max(sent, received), [&] {
     chose(p2pAlgorithm_);
     return runP2pTraced(ops);
   });

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -115,15 +116,23 @@ bool writeFileLocked(State& st, const std::string& text) {
   return true;
 }
 
-bool writeFile(State& st) {
+// Never throws (it runs in the writer thread and in destructors): a failure is a warning.
+bool writeFile(State& st) noexcept {
   if (st.filePath.empty()) return false;
-  std::string text;
-  {
-    std::lock_guard<std::mutex> lock(st.mutex);
-    text = expositionLocked(st);
+  try {
+    // Built and written under one lock (fileMutex, then the sources' mutex: nothing takes them the
+    // other way round), so an older text never replaces a newer one.
+    std::lock_guard<std::mutex> file(st.fileMutex);
+    std::string text;
+    {
+      std::lock_guard<std::mutex> lock(st.mutex);
+      text = expositionLocked(st);
+    }
+    return writeFileLocked(st, text);
+  } catch (const std::exception& e) {
+    CFX_WARN(kInit, "CONFLUX_METRICS_FILE: not written: %s", e.what());
+    return false;
   }
-  std::lock_guard<std::mutex> lock(st.fileMutex);
-  return writeFileLocked(st, text);
 }
 
 void fileLoop(State* st) {
@@ -144,7 +153,10 @@ Address parseAddress(const std::string& text) {
                                         "such as 127.0.0.1:9400 or [::1]:9400)");
   };
   const size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0) throw bad("has no host");
+  if (colon == std::string::npos) throw bad("has no port");
+  if (colon == 0) throw bad("has no host");
+  // civetweb reads commas as a list of listeners: one host only, as the variable promises.
+  if (text.find_first_of(", \t") != std::string::npos) throw bad("is not one address");
   Address a;
   a.host = text.substr(0, colon);
   const std::string port = text.substr(colon + 1);
@@ -172,16 +184,38 @@ int answer(mg_connection* conn, const char* contentType, const std::string& body
   return 200;
 }
 
-int metricsHandler(mg_connection* conn, void*) {
-  return answer(conn, "text/plain; version=0.0.4; charset=utf-8", exposition());
+// Handlers run on civetweb's threads, under C frames: nothing may unwind out of them.
+template <class Body>
+int answerOrFail(mg_connection* conn, const char* contentType, const Body& body) noexcept {
+  try {
+    return answer(conn, contentType, body());
+  } catch (const std::exception& e) {
+    mg_printf(conn, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    CFX_WARN(kInit, "metrics: a request failed: %s", e.what());
+    return 500;
+  }
 }
 
-int statusHandler(mg_connection* conn, void*) { return answer(conn, "application/json", statusJson()); }
+int metricsHandler(mg_connection* conn, void*) {
+  return answerOrFail(conn, "text/plain; version=0.0.4; charset=utf-8", [] { return exposition(); });
+}
 
-// Called by mg_start when it cannot start (st.mutex is held by start()): keeps the first message.
+int statusHandler(mg_connection* conn, void*) {
+  return answerOrFail(conn, "application/json", [] { return statusJson(); });
+}
+
+// True on the thread inside mg_start: its messages say why the server cannot start.
+thread_local bool t_starting = false;
+
+// civetweb's messages: while starting, kept for the warning start() prints (start() holds st.mutex);
+// later ones (its worker threads' errors) are logged as they come.
 int logMessage(const mg_connection*, const char* message) {
-  State& st = state();
-  if (st.httpError.empty()) st.httpError = message;
+  if (t_starting) {
+    State& st = state();
+    if (st.httpError.empty()) st.httpError = message;
+  } else {
+    CFX_WARN(kInit, "metrics: http server: %s", message);
+  }
   return 1;  // handled: civetweb prints nothing itself
 }
 
@@ -199,7 +233,9 @@ void startHttp(State& st, const Address& a) {
                            "enable_keep_alive", "no", nullptr};
   mg_callbacks callbacks{};
   callbacks.log_message = logMessage;
+  t_starting = true;
   st.http = mg_start(&callbacks, nullptr, options);
+  t_starting = false;
   if (st.http == nullptr) {
     CFX_WARN(kInit, "CONFLUX_METRICS_ADDR: cannot serve metrics on %s (%s); the job runs without them",
              listen.c_str(), st.httpError.empty() ? "no reason given" : st.httpError.c_str());
@@ -297,9 +333,9 @@ void addSource(const Source* source) {
   st.sources.push_back(source);
 }
 
-void removeSource(const Source* source) {
+void removeSource(const Source* source) noexcept {
   State& st = state();
-  writeFile(st);  // the source's final values (a no-op without file output)
+  writeFile(st);  // the source's final values (a no-op without file output); never throws
   std::lock_guard<std::mutex> lock(st.mutex);
   st.sources.erase(std::remove(st.sources.begin(), st.sources.end(), source), st.sources.end());
 }

@@ -53,8 +53,9 @@ std::string httpAddress();
 
 /// Adds a source, which must stay valid until removeSource (the registry keeps the pointer).
 void addSource(const Source* source);
-/// Removes a source; with the file output on, it writes the file first, with the source's final values.
-void removeSource(const Source* source);
+/// Removes a source; with the file output on, it writes the file first, with the source's final values
+/// (a failure to write is a warning: it runs in destructors).
+void removeSource(const Source* source) noexcept;
 
 /// The exposition of build_info and every source, as GET /metrics answers it.
 std::string exposition();

@@ -215,7 +215,16 @@ TEST(Metrics, MalformedAddressFailsInitNamingTheVariable) {
   auto out = runRanks(1, [](int rank, int nranks, const cfxUniqueId& id) -> int {
     cfxComm_t comm = nullptr;
     EXPECT_EQ(cfxCommInitRank(&comm, nranks, id, rank), cfxInvalidArgument);
-    EXPECT_TRUE(lastErrorMentions("CONFLUX_METRICS_ADDR")) << cfxGetLastError(nullptr);
+    EXPECT_TRUE(lastErrorMentions("CONFLUX_METRICS_ADDR='localhost' has no port")) << cfxGetLastError(nullptr);
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+  // A list would make civetweb listen on every address in it.
+  opts.env = {{"CONFLUX_METRICS_ADDR", "8080,127.0.0.1:9400"}};
+  out = runRanks(1, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cfxComm_t comm = nullptr;
+    EXPECT_EQ(cfxCommInitRank(&comm, nranks, id, rank), cfxInvalidArgument);
+    EXPECT_TRUE(lastErrorMentions("is not one address")) << cfxGetLastError(nullptr);
     return 0;
   }, opts);
   EXPECT_TRUE(allSucceeded(out));

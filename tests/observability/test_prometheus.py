@@ -158,10 +158,13 @@ def main():
 
         skew = query(prom, 'max by (comm_id) (conflux_collective_sequence{job="conflux"})'
                            ' - min by (comm_id) (conflux_collective_sequence{job="conflux"})')
-        f.check(len(skew) == 1 and 0 <= float(skew[0]["value"][1]) < 1e6,
-                f"desync expression: one communicator, skew {skew[0]['value'][1] if skew else None}")
-        seq = query(prom, 'min by (comm_id) (conflux_collective_sequence{job="conflux"})')
-        f.check(len(seq) == 1 and float(seq[0]["value"][1]) > 100, "sequence numbers advance")
+        seq = query(prom, 'max by (comm_id) (conflux_collective_sequence{job="conflux"})')
+        top = float(seq[0]["value"][1]) if len(seq) == 1 else 0
+        f.check(top > 100, f"sequence numbers advance: {top}")
+        # The ranks are scraped at different moments of a job making thousands of calls a second, so
+        # they differ, but by far less than the calls made.
+        f.check(len(skew) == 1 and 0 <= float(skew[0]["value"][1]) < top / 2,
+                f"desync expression: one communicator, skew {skew[0]['value'][1] if skew else None} of {top}")
 
         node_ops = query(prom, 'conflux_collective_operations_total{job="node",collective="allreduce"}')
         f.check(len(node_ops) == RANKS and all(float(s["value"][1]) > 0 for s in node_ops),
@@ -189,17 +192,26 @@ def main():
         alerts = query(prom, 'ALERTS{alertstate="firing"}')
         f.check(not alerts, f"no alert fires on a healthy job: {[a['metric'].get('alertname') for a in alerts]}")
     finally:
+        job = procs[2] if len(procs) == 3 else None
         for p in procs:
-            if p.poll() is None:
-                if p is procs[-1] and len(procs) == 3:
-                    os.killpg(p.pid, signal.SIGTERM)
-                else:
-                    p.terminate()
+            if p is job:
+                try:
+                    os.killpg(job.pid, signal.SIGTERM)  # the job's session: conflux-perf and its ranks
+                except ProcessLookupError:
+                    pass
+            elif p.poll() is None:
+                p.terminate()
         for p in procs:
             try:
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.wait()
+        if job is not None:
+            try:  # ranks that outlived their leader
+                os.killpg(job.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         if f.items:
             for name in ("servers.log", "perf.log"):
                 path = os.path.join(tmp, name)
