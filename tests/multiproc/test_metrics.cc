@@ -29,10 +29,38 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A base port unlikely to be in use, different for each test process (ranks add their local rank).
+/// True when nothing listens on, or is bound to, any of 127.0.0.1:[base, base + n).
+bool portsFree(int base, int n) {
+  for (int p = base; p < base + n; ++p) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(p));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    if (fd >= 0) close(fd);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/// 16 free ports for this test process (ranks add their local rank; tests offsets below 16), below
+/// Linux's ephemeral range (32768 up), where other tests' connections take their local ports.
 int basePort() {
-  static const int port = 20000 + static_cast<int>(getpid() % 2000) * 16;
+  static const int port = [] {
+    for (int attempt = 0; attempt < 400; ++attempt) {
+      const int base = 20000 + static_cast<int>((getpid() + attempt * 7919) % 760) * 16;
+      if (portsFree(base, 16)) return base;
+    }
+    return 20000;
+  }();
   return port;
+}
+
+/// The body of an HTTP response ("" when there is none).
+std::string bodyOf(const std::string& response) {
+  const size_t at = response.find("\r\n\r\n");
+  return at == std::string::npos ? std::string() : response.substr(at + 4);
 }
 
 /// GET `path` from 127.0.0.1:port: the whole response (headers and body), "" when it cannot connect.
@@ -107,7 +135,7 @@ TEST(Metrics, ScrapeCountsEveryCall) {
     const std::string resp = httpGet(basePort() + rank, "/metrics");
     EXPECT_NE(resp.find("HTTP/1.1 200"), std::string::npos) << resp.substr(0, 200);
     EXPECT_NE(resp.find("Content-Type: text/plain; version=0.0.4"), std::string::npos) << resp.substr(0, 300);
-    const auto s = samples(resp.substr(resp.find("\r\n\r\n") + 4));
+    const auto s = samples(bodyOf(resp));
     const std::string me = "rank=\"" + std::to_string(rank) + "\"";
     EXPECT_EQ(value(s, "conflux_build_info", {me, "job_id=\"job-42\"", "host=\""}), 1);
     const std::vector<std::string> ar = {me, "comm=\"train\"", "collective=\"allreduce\""};
@@ -163,7 +191,7 @@ TEST(Metrics, RingMessagesAreCountedByPeerClass) {
     std::vector<float> buf(3 * 4096, 1.0f);
     for (int i = 0; i < 5; ++i) EXPECT_EQ(cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
     const std::string resp = httpGet(basePort() + 4 + rank, "/metrics");
-    const auto s = samples(resp.substr(resp.find("\r\n\r\n") + 4));
+    const auto s = samples(bodyOf(resp));
     // A ring all-reduce sends and receives 2 (n - 1) / n of the buffer per call.
     const std::vector<std::string> local = {"transport=\"shm\"", "peer=\"local\""};
     EXPECT_EQ(value(s, "conflux_transport_sent_bytes_total", local), 5 * 65536);
