@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "algorithms/plan.h"
 #include "core/ticks.h"
 #include "src/flight_recorder.h"
 
@@ -20,16 +21,13 @@ constexpr size_t kStatusEntries = 16;
 }  // namespace
 
 uint64_t callBytes(Collective coll, uint64_t count, size_t eltSize, int nranks) {
-  const uint64_t block = count * eltSize;
-  const auto n = static_cast<uint64_t>(std::max(nranks, 1));
-  switch (coll) {
-    case Collective::AllGather:
-    case Collective::ReduceScatter:
-    case Collective::AllToAll:
-      return block * n;
-    default:
-      return block;
-  }
+  PlanParams p;
+  p.coll = coll;
+  p.nranks = std::max(nranks, 1);
+  p.count = count;
+  p.eltSize = static_cast<uint32_t>(eltSize);
+  const BufferSizes sizes = bufferSizes(p);
+  return std::max(sizes.send, sizes.recv);
 }
 
 CommMetrics::CommMetrics(Setup setup) : setup_(std::move(setup)) {

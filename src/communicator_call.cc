@@ -115,7 +115,8 @@ Status CommunicatorImpl::run(const CallArgs& a) {
   if (Status e = asyncError(); !e) return refuse(e);
   if (a.count == 0) return Status::ok();
   return traced(entry, recorder_->begin(a.coll, a.dtype, a.op, a.root, a.count, entry.queuedTicks, entry.startTicks),
-                a.coll, callBytes(a.coll, a.count, dataTypeSize(a.dtype), nranks_), [&] { return runTraced(a); });
+                a.coll, metrics_ ? callBytes(a.coll, a.count, dataTypeSize(a.dtype), nranks_) : 0,
+                [&] { return runTraced(a); });
 }
 
 Status CommunicatorImpl::runTraced(const CallArgs& a) {

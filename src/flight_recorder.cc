@@ -17,6 +17,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/json_string.h"
 #include "core/log.h"
 #include "core/ticks.h"
 
@@ -40,27 +41,6 @@ std::vector<FlightRecorder*>& registry() {
   return *r;
 }
 
-void appendEscaped(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
 // Starts a member of the object or array being written: a comma unless it is the first, then a line
 // break where `newline` asks for one (one line per entry keeps dumps readable).
 void separate(std::string& out, bool newline) {
@@ -75,7 +55,7 @@ void appendKey(std::string& out, const char* key, bool newline = false) {
 }
 void appendField(std::string& out, const char* key, std::string_view value) {
   appendKey(out, key);
-  appendEscaped(out, value);
+  appendJsonString(out, value);
 }
 void appendField(std::string& out, const char* key, int64_t value) {
   appendKey(out, key);

@@ -22,6 +22,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/json_string.h"
 #include "core/log.h"
 
 #if CONFLUX_HAVE_METRICS
@@ -68,23 +69,6 @@ Labels identityLabels(const Identity& id) {
   if (id.localRank >= 0) l.emplace_back("local_rank", std::to_string(id.localRank));
   if (!id.host.empty()) l.emplace_back("host", id.host);
   return l;
-}
-
-void appendJsonString(std::string& out, const std::string& s) {
-  out += '"';
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
 }
 
 std::string expositionLocked(State& st) {

@@ -110,11 +110,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "conflux-status: no communicator answered\n");
     return 1;
   }
-  const auto reports = conflux::trace::analyze(dumps);
-  if (json) {
-    std::printf("%s\n", conflux::trace::toJson(reports).dump(2).c_str());
-  } else {
-    std::printf("%s", conflux::trace::toText(reports).c_str());
-  }
+  std::printf("%s", conflux::trace::render(conflux::trace::analyze(dumps), json).c_str());
   return failures == 0 ? 0 : 1;
 }

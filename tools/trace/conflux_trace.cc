@@ -50,11 +50,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "conflux-trace: no flight-recorder dumps in %s\n", dirs.front().c_str());
     return 1;
   }
-  const auto reports = conflux::trace::analyze(dumps);
-  if (json) {
-    std::printf("%s\n", conflux::trace::toJson(reports).dump(2).c_str());
-  } else {
-    std::printf("%s", conflux::trace::toText(reports).c_str());
-  }
+  std::printf("%s", conflux::trace::render(conflux::trace::analyze(dumps), json).c_str());
   return 0;
 }

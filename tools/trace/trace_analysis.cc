@@ -449,4 +449,8 @@ nlohmann::json toJson(const std::vector<CommReport>& reports) {
   return out;
 }
 
+std::string render(const std::vector<CommReport>& reports, bool json) {
+  return json ? toJson(reports).dump(2) + "\n" : toText(reports);
+}
+
 }  // namespace conflux::trace

@@ -89,5 +89,7 @@ std::vector<CommReport> analyze(const std::vector<RankDump>& dumps);
 std::string toText(const std::vector<CommReport>& reports);
 /// The same for machines.
 nlohmann::json toJson(const std::vector<CommReport>& reports);
+/// What conflux-trace and conflux-status print: toJson indented (`json`), else toText.
+std::string render(const std::vector<CommReport>& reports, bool json);
 
 }  // namespace conflux::trace
