@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "plugin/net_comm.h"
 #include "plugin/net_devices.h"
+#include "plugin/net_metrics.h"
 
 namespace conflux::plugin {
 namespace {
@@ -165,6 +166,7 @@ SendComm* connect(Context& ctx, int dev, void* handle) {
   }
   c->remoteId = c->reply.recvCommId;
   c->connected = true;
+  deviceCounters(c->ep->deviceIndex()).sendComms.fetch_add(1, std::memory_order_relaxed);
   h->connectState = 0;
   CFX_INFO(kNet, "plugin: connected on device %d rail %u (send comm %u -> receive comm %u)", c->ep->deviceIndex(),
            c->hello.rail, c->id, c->remoteId);
@@ -230,6 +232,7 @@ RecvComm* accept(ListenComm& l) {
   }
   CFX_INFO(kNet, "plugin: accepted on device %d rail %u (receive comm %u <- send comm %u)", comm->ep->deviceIndex(),
            hello.rail, comm->id, hello.sendCommId);
+  deviceCounters(comm->ep->deviceIndex()).recvComms.fetch_add(1, std::memory_order_relaxed);
   return comm.release();
 }
 
@@ -280,11 +283,13 @@ void closeListen(ListenComm* comm) {
 
 void closeSend(SendComm* comm) {
   if (comm == nullptr) return;
+  if (comm->connected) deviceCounters(comm->ep->deviceIndex()).sendComms.fetch_sub(1, std::memory_order_relaxed);
   destroy(comm, {&comm->helloReq, &comm->replyReq}, &comm->pool, false);
 }
 
 void closeRecv(RecvComm* comm) {
   if (comm == nullptr) return;
+  deviceCounters(comm->ep->deviceIndex()).recvComms.fetch_sub(1, std::memory_order_relaxed);
   destroy(comm, {}, &comm->pool, true);
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "plugin/net_metrics.h"
 
 namespace conflux::plugin {
 namespace {
@@ -18,7 +19,10 @@ void postRest(RecvComm& comm) {
   Request& r = *comm.partial;
   while (r.posted < r.n && r.error == abi::kSuccess) {
     const ssize_t rc = comm.ep->postRecv(r);
-    if (rc == -FI_EAGAIN) return;
+    if (rc == -FI_EAGAIN) {
+      DeviceCounters::add(deviceCounters(comm.ep->deviceIndex()).retries);
+      return;
+    }
     if (rc != 0) {
       CFX_WARN(kNet, "plugin: %s", ofi::fiErrorMessage("fi_trecv", int(rc)).c_str());
       r.error = abi::kSystemError;
@@ -73,6 +77,7 @@ Request* isend(SendComm& comm, void* data, size_t size, int tag, ofi::MemoryRegi
   if (rc == 0) return r;
   comm.pool.put(r);
   if (rc == -FI_EAGAIN) {
+    DeviceCounters::add(deviceCounters(ep.deviceIndex()).retries);
     ep.progress();
     return nullptr;
   }
@@ -107,6 +112,7 @@ Request* irecv(RecvComm& comm, int n, void** data, const size_t* sizes, const in
   if (rc != 0) {
     comm.pool.put(r);
     if (rc == -FI_EAGAIN) {
+      DeviceCounters::add(deviceCounters(ep.deviceIndex()).retries);
       ep.progress();
       return nullptr;
     }
@@ -143,6 +149,15 @@ void test(Request* r, int* done, int* sizes) {
     for (int i = 0; i < r->n; ++i) sizes[i] = int(r->sizes[i]);
   }
   const bool recv = r->kind == Request::Kind::Recv;
+  DeviceCounters& counters = deviceCounters(ep.deviceIndex());
+  if (error != abi::kSuccess) {
+    DeviceCounters::add(counters.errors);
+  } else {
+    uint64_t bytes = 0;
+    for (int i = 0; i < r->n; ++i) bytes += r->sizes[i];
+    DeviceCounters::add(recv ? counters.receivedBytes : counters.sentBytes, bytes);
+    DeviceCounters::add(recv ? counters.receivedMessages : counters.sentMessages, uint64_t(r->n));
+  }
   pool->put(r);
   if (error != abi::kSuccess) {
     throw Error(static_cast<Code>(error), std::string("plugin: a ") + (recv ? "receive" : "send") + " on device " +

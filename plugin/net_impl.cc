@@ -16,6 +16,7 @@
 #include "plugin/net_comm.h"
 #include "plugin/net_data.h"
 #include "plugin/net_devices.h"
+#include "plugin/net_metrics.h"
 
 namespace conflux::plugin::impl {
 
@@ -119,6 +120,7 @@ abi::Result init(abi::Logger logger) {
     std::call_once(once, chooseLogLevel);
     if (plugin::devices().empty()) throw Error(Code::SystemError, "plugin: no network device");
     printAdviceIfAsked();
+    startNetMetrics();
   });
 }
 

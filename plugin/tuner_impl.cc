@@ -33,6 +33,7 @@
 
 #include "algorithms/cost_model.h"
 #include "core/config.h"
+#include "plugin/tuner_metrics.h"
 #include "plugin/tuner_rules.h"
 
 namespace conflux::plugin::tuner {
@@ -143,6 +144,7 @@ bool applyRules(Context& ctx, int collType, size_t nBytes, const CostTable& tabl
     if (entry == nullptr) continue;
     *entry = 0.0f;
     if (r.nChannels > 0 && nChannels != nullptr) *nChannels = r.nChannels;
+    countDecision(collType, nBytes, DecidedBy::Rule, r.algo, r.proto);
     std::lock_guard<std::mutex> lock(ctx.mu);
     if (ctx.logged.insert({r.line, collType, r.algo, r.proto}).second) {
       ctx.log(abi::kLogInfo, "Conflux tuner: %s %s: %s/%s%s by rule at line %d", collName(collType),
@@ -154,7 +156,8 @@ bool applyRules(Context& ctx, int collType, size_t nBytes, const CostTable& tabl
   return false;
 }
 
-void applyModel(Context& ctx, int collType, size_t nBytes, const CostTable& table) {
+/// Applies the model's choice; false when it had none or none of its entries is available.
+bool applyModel(Context& ctx, int collType, size_t nBytes, const CostTable& table) {
   ModelChoice choice;
   {
     std::lock_guard<std::mutex> lock(ctx.mu);
@@ -172,7 +175,7 @@ void applyModel(Context& ctx, int collType, size_t nBytes, const CostTable& tabl
               choice.treeSeconds * 1e6, choice.ringSeconds * 1e6);
     }
   }
-  if (choice.algo < 0) return;
+  if (choice.algo < 0) return false;
   static constexpr int kLatencyOrder[] = {abi::kProtoLL, abi::kProtoLL128, abi::kProtoSimple};
   static constexpr int kBandwidthOrder[] = {abi::kProtoSimple, abi::kProtoLL128};
   const int* order = choice.latencyBound ? kLatencyOrder : kBandwidthOrder;
@@ -181,6 +184,7 @@ void applyModel(Context& ctx, int collType, size_t nBytes, const CostTable& tabl
     float* entry = table.available(choice.algo, order[i]);
     if (entry == nullptr) continue;
     *entry = 0.0f;
+    countDecision(collType, nBytes, DecidedBy::Model, choice.algo, order[i]);
     std::lock_guard<std::mutex> lock(ctx.mu);
     if (ctx.logged.insert({0, collType, choice.algo, order[i]}).second) {
       ctx.log(abi::kLogInfo, "Conflux tuner: %s from %s: %s/%s (model: tree family %.1f us, ring family %.1f us, %s)",
@@ -188,8 +192,9 @@ void applyModel(Context& ctx, int collType, size_t nBytes, const CostTable& tabl
               choice.treeSeconds * 1e6, choice.ringSeconds * 1e6,
               choice.latencyBound ? "latency-bound" : "bandwidth-bound");
     }
-    return;
+    return true;
   }
+  return false;
 }
 
 /// Runs `body`, converting every exception to a result code and a warning naming the call.
@@ -240,6 +245,8 @@ abi::Result init(size_t nRanks, size_t nNodes, abi::Logger logger, void** ctx) {
     c->log(abi::kLogInfo, "Conflux tuner: %d ranks on %d nodes, cost parameters from %s, %zu rules", c->shape.nranks,
            c->shape.nodes, c->params.source.c_str(), c->rules.size());
     *ctx = c.release();
+    countContext(+1);
+    startTunerMetrics();
   });
 }
 
@@ -250,11 +257,12 @@ abi::Result getCollInfo(void* ctx, int collType, size_t nBytes, int /*numPipeOps
   return guard(c.logger, "getCollInfo", [&] {
     const CostTable table(collCostTable, numAlgo, numProto);
     if (applyRules(c, collType, nBytes, table, nChannels)) return;
-    applyModel(c, collType, nBytes, table);
+    if (!applyModel(c, collType, nBytes, table)) countDecision(collType, nBytes, DecidedBy::Nccl, -1, -1);
   });
 }
 
 abi::Result finalize(void* ctx) {
+  if (ctx != nullptr) countContext(-1);
   delete static_cast<Context*>(ctx);
   return abi::kSuccess;
 }

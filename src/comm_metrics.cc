@@ -84,6 +84,7 @@ void CommMetrics::collect(metrics::Sink& sink) const {
                  static_cast<double>(errors_[static_cast<size_t>(code)].load(std::memory_order_relaxed)));
   }
   collectTraffic(sink, nsPerTick);
+  collectRails(sink);
   for (int c = 0; c < kNumCollectives; ++c) {
     const std::string coll(collectiveName(static_cast<Collective>(c)));
     const metrics::Labels labels = {{"comm", comm}, {"comm_id", id}, {"collective", coll}};
@@ -135,16 +136,30 @@ void CommMetrics::collectTraffic(metrics::Sink& sink, double nsPerTick) const {
                                     {"transport", c == TrafficCounters::kLocal ? "shm" : setup_.remoteTransport},
                                     {"peer", c == TrafficCounters::kLocal ? "local" : "remote"}};
     const auto v = [](const std::atomic<uint64_t>& a) { return static_cast<double>(a.load(std::memory_order_relaxed)); };
-    sink.counter("conflux_transport_sent_bytes_total", "Bytes of the messages plans sent, by peer class (local: this "
-                 "node's ranks, remote: other nodes)", labels, v(t.sentBytes[c]));
-    sink.counter("conflux_transport_sent_messages_total", "Messages plans sent, by peer class", labels, v(t.sentMessages[c]));
-    sink.counter("conflux_transport_received_bytes_total", "Bytes of the messages plans received, by peer class", labels,
-                 v(t.receivedBytes[c]));
-    sink.counter("conflux_transport_received_messages_total", "Messages plans received, by peer class", labels,
-                 v(t.receivedMessages[c]));
+    sink.counter(metrics::kTransportSentBytes, labels, v(t.sentBytes[c]));
+    sink.counter(metrics::kTransportSentMessages, labels, v(t.sentMessages[c]));
+    sink.counter(metrics::kTransportReceivedBytes, labels, v(t.receivedBytes[c]));
+    sink.counter(metrics::kTransportReceivedMessages, labels, v(t.receivedMessages[c]));
     sink.counter("conflux_transport_wait_seconds_total", "Time calls spent blocked waiting on peers of the class "
                  "(after spinning)", labels, v(t.waitTicks[c]) * nsPerTick / 1e9);
   }
+}
+
+void CommMetrics::collectRails(metrics::Sink& sink) const {
+  if (setup_.network == nullptr) return;
+  const std::vector<transport::RailTraffic> rails = setup_.network->railTraffic();
+  if (rails.empty()) return;
+  uint64_t retries = 0;
+  for (const transport::RailTraffic& r : rails) {
+    const metrics::Labels labels = {{"comm", setup_.comm}, {"comm_id", setup_.commId}, {"rail", std::to_string(r.rail)},
+                                    {"nic", r.nic}};
+    sink.counter(metrics::kNicSentBytes, labels, static_cast<double>(r.sentBytes));
+    sink.counter(metrics::kNicReceivedBytes, labels, static_cast<double>(r.receivedBytes));
+    retries += r.retries;
+  }
+  sink.counter(metrics::kTransportRetries, {{"comm", setup_.comm}, {"comm_id", setup_.commId}, {"transport", setup_.remoteTransport},
+               {"peer", "remote"}},
+               static_cast<double>(retries));
 }
 
 std::string CommMetrics::status() const {

@@ -21,6 +21,7 @@
 #include "core/metrics/service.h"
 #include "core/types.h"
 #include "src/traffic_counters.h"
+#include "transport/network.h"
 
 namespace conflux {
 
@@ -53,6 +54,7 @@ class CommMetrics final : public metrics::Source {
     int rank = 0, nranks = 1;
     const FlightRecorder* recorder = nullptr;  ///< algorithm names and the /status view (outlives this)
     std::string remoteTransport;  ///< the network's name (transport::Network::name), "" on one node
+    std::shared_ptr<const transport::Network> network;  ///< its rails' counters (null: none)
   };
   explicit CommMetrics(Setup setup);
   ~CommMetrics() override;
@@ -114,6 +116,7 @@ class CommMetrics final : public metrics::Source {
   }
   Cell* makeCell(size_t coll, int sizeClass);
   void collectTraffic(metrics::Sink& sink, double nsPerTick) const;
+  void collectRails(metrics::Sink& sink) const;
 
   Setup setup_;
   // Fixed at construction: bucket bounds never move, and the seconds counters, converted with it, never

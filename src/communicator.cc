@@ -10,7 +10,6 @@
 
 #include "src/eager.h"
 #include "core/bootstrap/bootstrap.h"
-#include "core/bootstrap/launcher_env.h"
 #include "core/bootstrap/store_client.h"
 #include "core/bootstrap/store_server.h"
 #include "core/bootstrap/unique_id.h"
@@ -39,22 +38,6 @@ std::vector<uint8_t> toBytes(const PeerInfo& info) {
   std::vector<uint8_t> v(sizeof info);
   std::memcpy(v.data(), &info, sizeof info);
   return v;
-}
-
-// Who this process is, for the metrics: its launcher's rank and local rank where it has one (a first
-// communicator that is a sub-communicator would otherwise give ranks of one node the same port), else
-// this communicator's.
-metrics::Identity metricsIdentity(int rank, int localRank) {
-  metrics::Identity who{rank, localRank, hostName(), {}};
-  try {
-    if (auto launcher = bootstrap::detectLauncher(bootstrap::defaultEnvLookup())) {
-      who.rank = launcher->rank;
-      if (launcher->localRank >= 0) who.localRank = launcher->localRank;
-    }
-  } catch (const Error&) {
-    // A malformed launcher environment: init from it reports that; the communicator's view serves here.
-  }
-  return who;
 }
 
 }  // namespace
@@ -150,7 +133,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   // Metrics (src/comm_metrics.h): the first communicator of the process starts the service and names
   // the process (its rank, local rank and host label every sample). Started here, before any other
   // rank waits on this one, so that a malformed address fails init at once; counted from below.
-  const bool metricsOn = metrics::start(metricsIdentity(rank_, localRank_));
+  const bool metricsOn = metrics::start(metrics::identityFromLauncher(rank_, localRank_));
 
   // Shared memory among the ranks of this node.
   shm::ShmConfig cfg;
@@ -205,6 +188,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     m.nranks = nranks_;
     m.recorder = recorder_.get();
     if (net_ != nullptr) m.remoteTransport = std::string(net_->name());
+    m.network = net_;
     metrics_ = std::make_unique<CommMetrics>(std::move(m));
     env_.traffic = &metrics_->traffic();
     metrics::addSource(metrics_.get());

@@ -23,6 +23,14 @@
 
 namespace conflux::transport {
 
+/// What one rail (one endpoint on one NIC) moved: the metrics' per-NIC series.
+struct RailTraffic {
+  int rail = 0;
+  std::string nic;
+  uint64_t sentBytes = 0, receivedBytes = 0;
+  uint64_t retries = 0;  ///< posts the provider refused for want of room, made again later
+};
+
 class Network : public MessageTransport {
  public:
   /// The transport's CONFLUX_NET name ("ofi", "tcp"): the `transport` label of the metrics.
@@ -41,6 +49,9 @@ class Network : public MessageTransport {
   /// whose operations with this rank then fail with `s` (naming the rank at fault) instead of waiting for
   /// the timeout or a closed connection. Queued sends that have not started fail. Default: nothing.
   virtual void announceFailure(const Status& s) { (void)s; }
+  /// Each rail's counters, read by a metrics scrape from any thread (default: none). A view shared by
+  /// split children reports nothing: its rails' traffic counts under the communicator that opened them.
+  virtual std::vector<RailTraffic> railTraffic() const { return {}; }
   /// A split child's view of this network: the child's ranks are `members` (ranks of this network, in
   /// the child's order) and this process is child rank `rank`. Collective over the members
   /// (`allGather` runs among them); null (the default) when this network cannot be shared, or not now:

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include "core/error.h"
 #include "core/json_string.h"
 #include "core/log.h"
+#include "core/metrics/process_hub.h"
 
 #if CONFLUX_HAVE_METRICS
 #include <civetweb.h>
@@ -44,6 +46,10 @@ struct State {
   std::string filePath;  // expanded; "" : no file output
   int intervalMs = 10000;
   std::mutex fileMutex;  // one writer of the file at a time
+  // The copy that serves (core/metrics/process_hub.h): hub::local() when this one does, null before
+  // start. Set once.
+  std::atomic<const cfx_metrics_hub_v1*> owner{nullptr};
+  std::vector<cfx_metrics_peer_v1> peers;  // the other copies attached to this one (the owner's only)
 #if CONFLUX_HAVE_METRICS
   mg_context* http = nullptr;
   std::string httpError;  // civetweb's message when it cannot start
@@ -80,6 +86,8 @@ std::string expositionLocked(State& st) {
               {"ofi", CONFLUX_BUILD_OFI ? "yes" : "no"}},
              1);
   for (const Source* s : st.sources) s->collect(sink);
+  cfx_metrics_sink_v1 table = sink.table();
+  for (const cfx_metrics_peer_v1& peer : st.peers) peer.collect(peer.ctx, &table);
   return sink.text();
 }
 
@@ -232,7 +240,165 @@ void startHttp(State& st, const Address& a) {
 }
 #endif
 
+// ---- This copy's service (what the owner runs) ----
+
+// Starts this copy's service unless it started already (the first identity stays); returns whether
+// metrics are on. Throws for a malformed CONFLUX_METRICS_ADDR, before anything starts.
+bool startLocal(State& st, const Identity& identity) {
+  std::lock_guard<std::mutex> lock(st.mutex);
+  if (st.started) return st.on;
+  const std::string addr = config::getString(config::Var::METRICS_ADDR);
+  const std::string file = config::getString(config::Var::METRICS_FILE);
+  const Address parsed = addr.empty() ? Address{} : parseAddress(addr);  // throws before anything starts
+  st.started = true;
+  st.on = true;
+  st.owner.store(hub::local());
+  st.identity = identity;
+  if (st.identity.jobId.empty()) st.identity.jobId = jobIdFromEnvironment();
+  st.intervalMs = static_cast<int>(std::clamp<int64_t>(config::getInt(config::Var::METRICS_INTERVAL_MS), 100, 3600000));
+#if CONFLUX_HAVE_METRICS
+  if (!addr.empty()) startHttp(st, parsed);
+#endif
+  if (!file.empty()) {
+    st.filePath = expandPath(file, std::max(0, identity.rank), identity.host);
+    std::thread(fileLoop, &st).detach();  // lives as long as the process (the state is never freed)
+  }
+  hub::pinThisCopy();  // the server's and the writer's threads run this copy's code
+  return true;
+}
+
+std::string statusJsonLocal(State& st) {
+  std::lock_guard<std::mutex> lock(st.mutex);
+  std::string out = "{\"schema\":\"conflux.status\",\"version\":1,\"host\":";
+  appendJsonString(out, st.identity.host);
+  out += ",\"job_id\":";
+  appendJsonString(out, st.identity.jobId);
+  out += ",\"rank\":" + std::to_string(st.identity.rank) + ",\"local_rank\":" + std::to_string(st.identity.localRank);
+  out += ",\"pid\":" + std::to_string(::getpid()) + ",\"sources\":[";
+  struct Parts {
+    std::string* out;
+    bool first = true;
+  } parts{&out};
+  const auto addPart = [](void* p, const char* text, size_t bytes) {
+    auto* ps = static_cast<Parts*>(p);
+    if (bytes == 0) return;
+    if (!ps->first) *ps->out += ",\n";
+    ps->first = false;
+    ps->out->append(text, bytes);
+  };
+  for (const Source* s : st.sources) {
+    const std::string part = s->status();
+    addPart(&parts, part.data(), part.size());
+  }
+  for (const cfx_metrics_peer_v1& peer : st.peers) peer.status(peer.ctx, addPart, &parts);
+  out += "]}\n";
+  return out;
+}
+
+void appendToString(void* out, const char* text, size_t bytes) { static_cast<std::string*>(out)->append(text, bytes); }
+
+// ---- The hub: how other copies reach this one (C frames above: nothing unwinds out) ----
+
+int hubStart(int rank, int localRank, const char* host, const char* jobId, cfx_metrics_append_v1 error,
+             void* out) noexcept {
+  try {
+    if (!requested()) return 0;
+    return startLocal(state(), Identity{rank, localRank, host != nullptr ? host : "", jobId != nullptr ? jobId : ""}) ? 1 : 0;
+  } catch (const std::exception& e) {
+    error(out, e.what(), std::strlen(e.what()));
+    return -1;
+  }
+}
+
+void hubAttach(const cfx_metrics_peer_v1* peer) noexcept {
+  try {
+    State& st = state();
+    std::lock_guard<std::mutex> lock(st.mutex);
+    st.peers.push_back(*peer);
+  } catch (...) {
+    CFX_WARN(kInit, "metrics: out of memory: another copy of Conflux's metrics are left out");
+  }
+}
+
+int hubWriteFile() noexcept { return writeFile(state()) ? 1 : 0; }
+
+template <class Text>
+void hubAnswer(cfx_metrics_append_v1 append, void* out, const Text& text) noexcept {
+  try {
+    const std::string t = text();
+    append(out, t.data(), t.size());
+  } catch (...) {
+    // Out of memory: the other copy gets an empty answer.
+  }
+}
+
+void hubExposition(cfx_metrics_append_v1 append, void* out) noexcept {
+  hubAnswer(append, out, [] {
+    State& st = state();
+    std::lock_guard<std::mutex> lock(st.mutex);
+    return expositionLocked(st);
+  });
+}
+
+void hubStatusJson(cfx_metrics_append_v1 append, void* out) noexcept {
+  hubAnswer(append, out, [] { return statusJsonLocal(state()); });
+}
+
+void hubHttpAddress(cfx_metrics_append_v1 append, void* out) noexcept {
+  hubAnswer(append, out, [] {
+    State& st = state();
+    std::lock_guard<std::mutex> lock(st.mutex);
+    return st.httpAddress;
+  });
+}
+
+constexpr cfx_metrics_hub_v1 kHub = {sizeof(cfx_metrics_hub_v1), hubStart, hubAttach, hubWriteFile,
+                                     hubExposition, hubStatusJson, hubHttpAddress};
+
+// ---- This copy as a peer of another copy that serves ----
+
+void peerCollect(void*, const cfx_metrics_sink_v1* sink) noexcept {
+  try {
+    State& st = state();
+    std::lock_guard<std::mutex> lock(st.mutex);
+    Sink forward(sink);
+    for (const Source* s : st.sources) s->collect(forward);
+  } catch (...) {
+    // Out of memory while scraping: this copy's samples are left out of this scrape.
+  }
+}
+
+void peerStatus(void*, cfx_metrics_append_v1 part, void* out) noexcept {
+  try {
+    State& st = state();
+    std::lock_guard<std::mutex> lock(st.mutex);
+    for (const Source* s : st.sources) {
+      const std::string json = s->status();
+      part(out, json.data(), json.size());
+    }
+  } catch (...) {
+  }
+}
+
+constexpr cfx_metrics_peer_v1 kPeer = {nullptr, peerCollect, peerStatus};
+
+/// The copy that serves, when it is not this one (null before start and when this one serves).
+const cfx_metrics_hub_v1* remoteOwner() {
+  const cfx_metrics_hub_v1* owner = state().owner.load();
+  return owner != nullptr && owner != &kHub ? owner : nullptr;
+}
+
+std::string ask(void (*fn)(cfx_metrics_append_v1, void*)) {
+  std::string out;
+  fn(appendToString, &out);
+  return out;
+}
+
 }  // namespace
+
+namespace hub {
+const cfx_metrics_hub_v1* local() { return &kHub; }
+}  // namespace hub
 
 std::string jobIdFromEnvironment() {
   static const char* const kVars[] = {"CONFLUX_JOB_ID", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "PMIX_NAMESPACE",
@@ -285,27 +451,35 @@ bool requested() {
 bool start(const Identity& identity) {
   if (!requested()) return false;
   State& st = state();
-  std::lock_guard<std::mutex> lock(st.mutex);
-  if (st.started) return st.on;
-  const std::string addr = config::getString(config::Var::METRICS_ADDR);
-  const std::string file = config::getString(config::Var::METRICS_FILE);
-  const Address parsed = addr.empty() ? Address{} : parseAddress(addr);  // throws before anything starts
-  st.started = true;
-  st.on = true;
-  st.identity = identity;
-  if (st.identity.jobId.empty()) st.identity.jobId = jobIdFromEnvironment();
-  st.intervalMs = static_cast<int>(std::clamp<int64_t>(config::getInt(config::Var::METRICS_INTERVAL_MS), 100, 3600000));
-#if CONFLUX_HAVE_METRICS
-  if (!addr.empty()) startHttp(st, parsed);
-#endif
-  if (!file.empty()) {
-    st.filePath = expandPath(file, std::max(0, identity.rank), identity.host);
-    std::thread(fileLoop, &st).detach();  // lives as long as the process (the state is never freed)
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (st.started) return st.on;
   }
-  return true;
+  const cfx_metrics_hub_v1* owner = hub::findOwner();  // outside the lock: it calls dlopen
+  if (owner == &kHub) return startLocal(st, identity);
+  // Another copy serves: it starts with this identity unless it started already, and reads this
+  // copy's sources from now on.
+  std::string error;
+  const int rc = owner->start(identity.rank, identity.localRank, identity.host.c_str(), identity.jobId.c_str(),
+                              appendToString, &error);
+  if (rc < 0) throw Error(Code::InvalidArgument, error);
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (st.started) return st.on;  // another thread of this copy got here first and attached
+    st.started = true;
+    st.on = rc == 1;
+    if (st.on) st.owner.store(owner);
+  }
+  if (rc == 1) {
+    hub::pinThisCopy();  // the owner calls into this copy at every scrape
+    owner->attach(&kPeer);  // not under this copy's lock: the owner's scrape takes it after its own
+    CFX_INFO(kInit, "metrics: served by another copy of Conflux in this process");
+  }
+  return rc == 1;
 }
 
 std::string httpAddress() {
+  if (const cfx_metrics_hub_v1* owner = remoteOwner()) return ask(owner->http_address);
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);
   return st.httpAddress;
@@ -319,38 +493,28 @@ void addSource(const Source* source) {
 
 void removeSource(const Source* source) noexcept {
   State& st = state();
-  writeFile(st);  // the source's final values (a no-op without file output); never throws
+  // The source's final values (a no-op without file output); never throws.
+  if (const cfx_metrics_hub_v1* owner = remoteOwner()) owner->write_file();
+  else writeFile(st);
   std::lock_guard<std::mutex> lock(st.mutex);
   st.sources.erase(std::remove(st.sources.begin(), st.sources.end(), source), st.sources.end());
 }
 
 std::string exposition() {
+  if (const cfx_metrics_hub_v1* owner = remoteOwner()) return ask(owner->exposition);
   State& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);
   return expositionLocked(st);
 }
 
 std::string statusJson() {
-  State& st = state();
-  std::lock_guard<std::mutex> lock(st.mutex);
-  std::string out = "{\"schema\":\"conflux.status\",\"version\":1,\"host\":";
-  appendJsonString(out, st.identity.host);
-  out += ",\"job_id\":";
-  appendJsonString(out, st.identity.jobId);
-  out += ",\"rank\":" + std::to_string(st.identity.rank) + ",\"local_rank\":" + std::to_string(st.identity.localRank);
-  out += ",\"pid\":" + std::to_string(::getpid()) + ",\"sources\":[";
-  bool first = true;
-  for (const Source* s : st.sources) {
-    const std::string part = s->status();
-    if (part.empty()) continue;
-    if (!first) out += ",\n";
-    first = false;
-    out += part;
-  }
-  out += "]}\n";
-  return out;
+  if (const cfx_metrics_hub_v1* owner = remoteOwner()) return ask(owner->status_json);
+  return statusJsonLocal(state());
 }
 
-bool writeFileNow() { return writeFile(state()); }
+bool writeFileNow() {
+  if (const cfx_metrics_hub_v1* owner = remoteOwner()) return owner->write_file() == 1;
+  return writeFile(state());
+}
 
 }  // namespace conflux::metrics

@@ -34,6 +34,11 @@ struct Identity {
   std::string jobId;   ///< "" : jobIdFromEnvironment()
 };
 
+/// This process's identity: the launcher's rank and local rank where its environment has them (Open
+/// MPI, PMIx, PMI, Slurm, torchrun), else `rank` and `localRank`; this host's name; the job id from
+/// jobIdFromEnvironment(). A malformed launcher environment keeps the arguments.
+Identity identityFromLauncher(int rank = -1, int localRank = -1);
+
 /// The job id from the launcher's environment: CONFLUX_JOB_ID, else SLURM_JOB_ID, TORCHELASTIC_RUN_ID
 /// (torchrun; not its default "none"), PMIX_NAMESPACE or OMPI_MCA_ess_base_jobid; "" when none is set.
 std::string jobIdFromEnvironment();

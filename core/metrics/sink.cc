@@ -7,12 +7,87 @@
 #include <limits>
 #include <unordered_map>
 
+#include "core/metrics/process_hub.h"
+
 #if CONFLUX_HAVE_METRICS
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 #endif
 
 namespace conflux::metrics {
+namespace {
+
+// Labels as the C tables carry them: name, value, name, value, ...
+std::vector<const char*> flatten(const Labels& labels) {
+  std::vector<const char*> out;
+  out.reserve(labels.size() * 2);
+  for (const auto& [k, v] : labels) {
+    out.push_back(k.c_str());
+    out.push_back(v.c_str());
+  }
+  return out;
+}
+
+Labels unflatten(const char* const* labels, size_t n) {
+  Labels out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) out.emplace_back(labels[2 * i], labels[2 * i + 1]);
+  return out;
+}
+
+// The other copy calls these with C frames above: nothing may unwind out of them.
+void sampleInto(void* ctx, int kind, const char* name, const char* help, const char* const* labels, size_t n,
+                double value) noexcept {
+  try {
+    auto* sink = static_cast<Sink*>(ctx);
+    if (kind == 0) sink->counter(name, help, unflatten(labels, n), value);
+    else sink->gauge(name, help, unflatten(labels, n), value);
+  } catch (...) {
+    // Out of memory while scraping: the sample is left out.
+  }
+}
+
+void histogramInto(void* ctx, const char* name, const char* help, const char* const* labels, size_t n,
+                   const double* bounds, const uint64_t* cumulative, size_t buckets, uint64_t count, double sum) noexcept {
+  try {
+    HistogramSample h;
+    h.buckets.reserve(buckets);
+    for (size_t i = 0; i < buckets; ++i) h.buckets.emplace_back(bounds[i], cumulative[i]);
+    h.count = count;
+    h.sum = sum;
+    static_cast<Sink*>(ctx)->histogram(name, help, unflatten(labels, n), h);
+  } catch (...) {
+  }
+}
+
+}  // namespace
+
+Sink::Sink(const cfx_metrics_sink_v1* forward) : forward_(forward) {}
+
+cfx_metrics_sink_v1 Sink::table() { return {this, &sampleInto, &histogramInto}; }
+
+bool Sink::forwardSample(int kind, const std::string& name, const std::string& help, const Labels& labels,
+                         double value) {
+  if (forward_ == nullptr) return false;
+  const std::vector<const char*> flat = flatten(labels);
+  forward_->sample(forward_->ctx, kind, name.c_str(), help.c_str(), flat.data(), labels.size(), value);
+  return true;
+}
+
+bool Sink::forwardHistogram(const std::string& name, const std::string& help, const Labels& labels,
+                            const HistogramSample& h) {
+  if (forward_ == nullptr) return false;
+  const std::vector<const char*> flat = flatten(labels);
+  std::vector<double> bounds;
+  std::vector<uint64_t> cumulative;
+  for (const auto& [le, c] : h.buckets) {
+    bounds.push_back(le);
+    cumulative.push_back(c);
+  }
+  forward_->histogram(forward_->ctx, name.c_str(), help.c_str(), flat.data(), labels.size(), bounds.data(),
+                      cumulative.data(), bounds.size(), h.count, h.sum);
+  return true;
+}
 
 #if CONFLUX_HAVE_METRICS
 
@@ -42,14 +117,17 @@ Sink::Sink() : impl_(std::make_unique<Impl>()) {}
 Sink::~Sink() = default;
 
 void Sink::counter(const std::string& name, const std::string& help, const Labels& labels, double value) {
+  if (forwardSample(0, name, help, labels, value)) return;
   impl_->add(name, help, prometheus::MetricType::Counter, common_, labels).counter.value = value;
 }
 
 void Sink::gauge(const std::string& name, const std::string& help, const Labels& labels, double value) {
+  if (forwardSample(1, name, help, labels, value)) return;
   impl_->add(name, help, prometheus::MetricType::Gauge, common_, labels).gauge.value = value;
 }
 
 void Sink::histogram(const std::string& name, const std::string& help, const Labels& labels, const HistogramSample& h) {
+  if (forwardHistogram(name, help, labels, h)) return;
   prometheus::ClientMetric& m = impl_->add(name, help, prometheus::MetricType::Histogram, common_, labels);
   m.histogram.sample_count = h.count;
   m.histogram.sample_sum = h.sum;
@@ -58,18 +136,26 @@ void Sink::histogram(const std::string& name, const std::string& help, const Lab
   m.histogram.bucket.push_back({h.count, std::numeric_limits<double>::infinity()});
 }
 
-std::string Sink::text() const { return prometheus::TextSerializer().Serialize(impl_->families); }
+std::string Sink::text() const {
+  return impl_ == nullptr ? std::string() : prometheus::TextSerializer().Serialize(impl_->families);
+}
 
-size_t Sink::families() const { return impl_->families.size(); }
+size_t Sink::families() const { return impl_ == nullptr ? 0 : impl_->families.size(); }
 
 #else  // built without prometheus-cpp
 
 struct Sink::Impl {};
 Sink::Sink() = default;
 Sink::~Sink() = default;
-void Sink::counter(const std::string&, const std::string&, const Labels&, double) {}
-void Sink::gauge(const std::string&, const std::string&, const Labels&, double) {}
-void Sink::histogram(const std::string&, const std::string&, const Labels&, const HistogramSample&) {}
+void Sink::counter(const std::string& name, const std::string& help, const Labels& labels, double value) {
+  forwardSample(0, name, help, labels, value);
+}
+void Sink::gauge(const std::string& name, const std::string& help, const Labels& labels, double value) {
+  forwardSample(1, name, help, labels, value);
+}
+void Sink::histogram(const std::string& name, const std::string& help, const Labels& labels, const HistogramSample& h) {
+  forwardHistogram(name, help, labels, h);
+}
 std::string Sink::text() const { return {}; }
 size_t Sink::families() const { return 0; }
 

@@ -11,6 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/metrics/families.h"
+
+struct cfx_metrics_sink_v1;
+
 namespace conflux::metrics {
 
 /// Label name and value pairs of one sample (names follow Prometheus's rules: [a-zA-Z_][a-zA-Z0-9_]*).
@@ -27,6 +31,9 @@ struct HistogramSample {
 class Sink {
  public:
   Sink();
+  /// A sink that passes every sample on to another copy's sink (core/metrics/process_hub.h); its own
+  /// text stays empty.
+  explicit Sink(const cfx_metrics_sink_v1* forward);
   ~Sink();
   Sink(const Sink&) = delete;
   Sink& operator=(const Sink&) = delete;
@@ -35,6 +42,8 @@ class Sink {
   void counter(const std::string& name, const std::string& help, const Labels& labels, double value);
   void gauge(const std::string& name, const std::string& help, const Labels& labels, double value);
   void histogram(const std::string& name, const std::string& help, const Labels& labels, const HistogramSample& h);
+  /// A sample of a family several sources share (core/metrics/families.h).
+  void counter(const Family& f, const Labels& labels, double value) { counter(f.name, f.help, labels, value); }
 
   /// Labels added to every sample (the process's identity: job, rank, host), first among its labels.
   void setCommonLabels(Labels labels) { common_ = std::move(labels); }
@@ -42,10 +51,18 @@ class Sink {
   std::string text() const;
   /// Families added so far (for tests).
   size_t families() const;
+  /// A C table through which another copy's sources write into this sink (valid while it lives).
+  cfx_metrics_sink_v1 table();
 
  private:
+  // The forwarding half of each method: true when the sample went to the other copy.
+  bool forwardSample(int kind, const std::string& name, const std::string& help, const Labels& labels, double value);
+  bool forwardHistogram(const std::string& name, const std::string& help, const Labels& labels,
+                        const HistogramSample& h);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  const cfx_metrics_sink_v1* forward_ = nullptr;
   Labels common_;
 };
 

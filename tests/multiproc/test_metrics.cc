@@ -22,93 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/metrics_http.h"
 #include "tests/multiproc/harness.h"
 
 using namespace conflux::testing;
+using namespace conflux::metricstest;
 namespace fs = std::filesystem;
 
 namespace {
-
-/// True when nothing listens on, or is bound to, any of 127.0.0.1:[base, base + n).
-bool portsFree(int base, int n) {
-  for (int p = base; p < base + n; ++p) {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(p));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    const bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    if (fd >= 0) close(fd);
-    if (!ok) return false;
-  }
-  return true;
-}
-
-/// 16 free ports for this test process (ranks add their local rank; tests offsets below 16), below
-/// Linux's ephemeral range (32768 up), where other tests' connections take their local ports.
-int basePort() {
-  static const int port = [] {
-    for (int attempt = 0; attempt < 400; ++attempt) {
-      const int base = 20000 + static_cast<int>((getpid() + attempt * 7919) % 760) * 16;
-      if (portsFree(base, 16)) return base;
-    }
-    return 20000;
-  }();
-  return port;
-}
-
-/// The body of an HTTP response ("" when there is none).
-std::string bodyOf(const std::string& response) {
-  const size_t at = response.find("\r\n\r\n");
-  return at == std::string::npos ? std::string() : response.substr(at + 4);
-}
-
-/// GET `path` from 127.0.0.1:port: the whole response (headers and body), "" when it cannot connect.
-std::string httpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return {};
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
-    const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[65536];
-      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  return out;
-}
-
-/// Samples of the exposition: "name{labels}" -> value (labels as written).
-std::map<std::string, double> samples(const std::string& text) {
-  std::map<std::string, double> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
-  }
-  return out;
-}
-
-/// The value of the one sample of `name` whose labels contain every `parts` (0 and a failure if none).
-double value(const std::map<std::string, double>& s, const std::string& name, const std::vector<std::string>& parts) {
-  const double* found = nullptr;
-  for (const auto& [key, v] : s) {
-    if (key.compare(0, name.size() + 1, name + "{") != 0) continue;
-    bool all = true;
-    for (const auto& p : parts) all = all && key.find(p) != std::string::npos;
-    if (!all) continue;
-    EXPECT_EQ(found, nullptr) << "two samples of " << name << " match";
-    found = &v;
-  }
-  EXPECT_NE(found, nullptr) << "no sample of " << name << " with the given labels";
-  return found != nullptr ? *found : 0;
-}
 
 cfxResult_t initNamed(cfxComm_t* comm, int nranks, const cfxUniqueId& id, int rank, const char* name) {
   cfxConfig_t cfg = CFX_CONFIG_INITIALIZER;
@@ -206,6 +127,48 @@ TEST(Metrics, RingMessagesAreCountedByPeerClass) {
   }, opts);
   EXPECT_TRUE(allSucceeded(out));
 }
+
+#if CONFLUX_TEST_OFI
+// Two simulated nodes over libfabric (tcp on loopback): the network's traffic by peer class and each
+// rail's NIC series. A ring all-reduce sends and receives 2 (n - 1) / n of the buffer per call: all of it
+// with 2 ranks.
+TEST(Metrics, RailsCountTheNetworkBytes) {
+  // Each simulated node's rank has local rank 0, so both would take one HTTP port: the files instead.
+  const fs::path dir = fs::temp_directory_path() / ("cfx-rails-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  RunOptions opts;
+  opts.env = {{"CONFLUX_METRICS_FILE", (dir / "conflux.%r.prom").string()}, {"CONFLUX_NET", "ofi"},
+              {"CONFLUX_ALGO", "allreduce=ring"}, {"CONFLUX_COST_PROBE", "0"}};  // the probe moves megabytes
+  auto out = runRanks(2, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    simulateNode(rank);
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    std::vector<float> buf(1 << 18, 1.0f);  // 1 MiB
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);  // writes the file with the final values
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+  for (int r = 0; r < 2; ++r) {
+    std::ifstream in(dir / ("conflux." + std::to_string(r) + ".prom"));
+    ASSERT_TRUE(in.good()) << "no file for rank " << r;
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto s = samples(text.str());
+    const std::vector<std::string> remote = {"transport=\"ofi\"", "peer=\"remote\""};
+    EXPECT_EQ(value(s, "conflux_transport_sent_bytes_total", remote), 3 * (1 << 20));
+    EXPECT_EQ(value(s, "conflux_transport_received_bytes_total", remote), 3 * (1 << 20));
+    EXPECT_GE(value(s, "conflux_transport_retries_total", remote), 0);
+    // The rail carries the plan's bytes (and the init's few): at least as many, and not double.
+    const double nicSent = value(s, "conflux_nic_sent_bytes_total", {"rail=\"0\""});
+    EXPECT_GE(nicSent, 3 * (1 << 20));
+    EXPECT_LT(nicSent, 2 * 3 * (1 << 20));
+    EXPECT_GE(value(s, "conflux_nic_received_bytes_total", {"rail=\"0\""}), 3 * (1 << 20));
+    EXPECT_EQ(text.str().find("nic=\"\""), std::string::npos) << "a rail without its NIC's name";
+  }
+  fs::remove_all(dir);
+}
+#endif
 
 TEST(Metrics, FileIsWrittenAtDestroyAndErrorsAreCounted) {
   const fs::path dir = fs::temp_directory_path() / ("cfx-metrics-" + std::to_string(getpid()));

@@ -205,11 +205,12 @@ std::set<std::string> definedDynamicSymbols(const std::string& path) {
 TEST(TunerAbi, ExportsExactlyTheTunerSymbols) {
   const auto tuner = definedDynamicSymbols(CONFLUX_TUNER_PATH);
   if (tuner.empty()) GTEST_SKIP() << "nm not available";
-  EXPECT_EQ(tuner, (std::set<std::string>{"ncclTunerPlugin_v4", "ncclTunerPlugin_v5"}));
+  // conflux_metrics_hub_v1: how other copies of Conflux in the process share one metrics service.
+  EXPECT_EQ(tuner, (std::set<std::string>{"ncclTunerPlugin_v4", "ncclTunerPlugin_v5", "conflux_metrics_hub_v1"}));
   if (std::string(CONFLUX_NET_PATH).empty()) return;
   EXPECT_EQ(definedDynamicSymbols(CONFLUX_NET_PATH),
             (std::set<std::string>{"ncclNetPlugin_v8", "ncclNetPlugin_v9", "ncclNetPlugin_v10", "ncclNetPlugin_v11",
-                                   "ncclTunerPlugin_v4", "ncclTunerPlugin_v5"}));
+                                   "ncclTunerPlugin_v4", "ncclTunerPlugin_v5", "conflux_metrics_hub_v1"}));
 }
 
 TEST(TunerAbi, MembersFilledAndOlderVersionsAbsent) {

@@ -55,6 +55,10 @@ class CommNet : public transport::Network {
   std::string_view name() const override { return "ofi"; }
   std::string describe() const override { return description_; }
   std::string endpointKey() const override { return endpointKey_; }
+  /// The Transport's rails, from the view that created it (space 0) only.
+  std::vector<transport::RailTraffic> railTraffic() const override {
+    return space_ == 0 ? transport_->railTraffic() : std::vector<transport::RailTraffic>{};
+  }
   /// Keeps `buffers` until the endpoints close and retires this view's tag space (retireSpace).
   void retire(std::shared_ptr<void> buffers) override;
   /// The split protocol: each member takes every tag space of its Transport that no communicator holds

@@ -50,6 +50,9 @@ Rail::Rail(const fi_info* info, const RailConfig& config) : cfg_(config), info_(
   directedRecv_ = (info_->caps & FI_DIRECTED_RECV) != 0;
   const uint64_t mrMode = info_->domain_attr->mr_mode;
   needLocalMr_ = (mrMode & FI_MR_LOCAL) != 0;
+  const fid_nic* nic = info_->nic;
+  if (nic != nullptr && nic->device_attr != nullptr && nic->device_attr->name != nullptr) nicName_ = nic->device_attr->name;
+  else if (info_->domain_attr->name != nullptr) nicName_ = info_->domain_attr->name;
 
   fi_cq_attr cqAttr{};
   cqAttr.format = FI_CQ_FORMAT_TAGGED;
@@ -197,10 +200,14 @@ Rail::PostResult Rail::postChunk(const std::shared_ptr<detail::Op>& opRef, uint3
 
   if (op.send && !op.write && op.nchunks == 1 && len <= injectSize_) {
     ssize_t rc = fi_tinject(ep_.get(), p, len, addr, tag);
-    if (rc == -FI_EAGAIN) return PostResult::Again;
+    if (rc == -FI_EAGAIN) {
+      add(traffic_.retries, 1);
+      return PostResult::Again;
+    }
     ++op.outstanding;
     ++finishedWithoutEntry_;  // done (or failed) here: no completion entry will say so
     if (rc == 0) {
+      add(traffic_.sentBytes, len);
       op.chunkDone();
       return PostResult::Posted;
     }
@@ -240,7 +247,10 @@ Rail::PostResult Rail::postChunk(const std::shared_ptr<detail::Op>& opRef, uint3
     return PostResult::Posted;
   }
   putSlot(slot);
-  if (rc == -FI_EAGAIN) return PostResult::Again;
+  if (rc == -FI_EAGAIN) {
+    add(traffic_.retries, 1);
+    return PostResult::Again;
+  }
   const char* call = op.write ? "fi_writemsg" : op.send ? "fi_tsend" : "fi_trecv";
   ++finishedWithoutEntry_;
   op.fail(Status(Code::SystemError, describeOp(op, cfg_.rank) + ": " + fiErrorMessage(call, int(rc))));
@@ -299,6 +309,7 @@ void Rail::completeSlot(Slot* slot) {
   const int dir = op->send ? 1 : 0;
   --posted_[dir];
   --peers_[size_t(op->peer)].posted[dir];
+  add(op->send ? traffic_.sentBytes : traffic_.receivedBytes, op->chunkLen(slot->chunk));
   putSlot(slot);
   op->chunkDone();
 }

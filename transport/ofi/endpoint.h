@@ -64,7 +64,20 @@ class Rail {
   size_t txCap() const { return txCap_; }
   size_t rxCap() const { return rxCap_; }
 
+  /// What this rail moved, for the metrics: bytes of the chunks that completed (sends, writes and
+  /// injects as sent), and posts the provider refused with -FI_EAGAIN (posted again later). Written
+  /// under the Transport's lock (a relaxed load and store), read by a scrape from any thread.
+  struct Traffic {
+    std::atomic<uint64_t> sentBytes{0}, receivedBytes{0}, retries{0};
+  };
+  const Traffic& traffic() const { return traffic_; }
+  /// The NIC this rail's endpoint drives (the provider's device name, else its domain name).
+  const std::string& nicName() const { return nicName_; }
+
  private:
+  static void add(std::atomic<uint64_t>& a, uint64_t v) {
+    a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+  }
   struct Slot {
     fi_context2 ctx;  ///< first member: the Slot is every operation's context (FI_CONTEXT2 space)
     std::shared_ptr<detail::Op> op;
@@ -118,6 +131,8 @@ class Rail {
   std::deque<int> active_;        ///< peers with queued work
   std::vector<Slot> slots_;
   Slot* freeSlots_ = nullptr;
+  Traffic traffic_;
+  std::string nicName_;
 };
 
 }  // namespace conflux::ofi

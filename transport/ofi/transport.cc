@@ -237,6 +237,16 @@ Request Transport::isend(int peer, uint64_t tag, const void* buf, size_t bytes) 
 
 Request Transport::irecv(int peer, uint64_t tag, void* buf, size_t bytes) { return post(false, peer, tag, buf, bytes); }
 
+std::vector<transport::RailTraffic> Transport::railTraffic() const {
+  std::vector<transport::RailTraffic> out;
+  for (size_t i = 0; i < rails_.size(); ++i) {
+    const Rail::Traffic& t = rails_[i]->traffic();
+    out.push_back({int(i), rails_[i]->nicName(), t.sentBytes.load(std::memory_order_relaxed),
+                   t.receivedBytes.load(std::memory_order_relaxed), t.retries.load(std::memory_order_relaxed)});
+  }
+  return out;
+}
+
 void Transport::progressLocked() {
   uint64_t read = 0;
   for (auto& rail : rails_) read += uint64_t(rail->progress());

@@ -27,6 +27,7 @@
 #include "core/error.h"
 #include "transport/ofi/rma.h"
 #include "transport/ofi/tags.h"
+#include "transport/network.h"
 #include "transport/transport.h"
 
 namespace conflux::ofi {
@@ -130,6 +131,8 @@ class Transport {
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   int rails() const { return int(rails_.size()); }
+  /// Each rail's NIC and counters (Rail::traffic), read without the lock: any thread, at any time.
+  std::vector<transport::RailTraffic> railTraffic() const;
   const Capabilities& capabilities() const { return caps_; }
 
   /// Starts sending `bytes` from `buf` to `peer` with a user tag (<= kMaxUserTag, see makeUserTag).
