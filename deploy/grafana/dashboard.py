@@ -333,6 +333,73 @@ def panels():
         ],
     )
 
+    p.row("Network")
+    p.add(
+        timeseries,
+        w=12,
+        h=8,
+        title="Bytes per second per peer class",
+        description="What plans sent, by transport and peer class (local: shm to this node's ranks; remote: the "
+        "network to other nodes; nccl-net: NCCL's traffic through the Conflux net plugin), summed over the ranks.",
+        targets=[
+            target(
+                f"sum by (transport, peer) (rate(conflux_transport_sent_bytes_total{{{SEL}}}[1m]))",
+                "{{transport}} {{peer}}",
+            )
+        ],
+        unit="Bps",
+    )
+    p.add(
+        timeseries,
+        w=12,
+        h=8,
+        title="Bytes per second per NIC",
+        description="Bytes sent and received through each NIC (libfabric rail) per host, everything the rails "
+        "carried; the NCCL net plugin's devices are included.",
+        targets=[
+            target(
+                f"sum by (host, nic) (rate(conflux_nic_sent_bytes_total{{{SEL}}}[1m]))",
+                "{{host}} {{nic}} sent",
+            ),
+            target(
+                f"sum by (host, nic) (rate(conflux_nic_received_bytes_total{{{SEL}}}[1m]))",
+                "{{host}} {{nic}} received",
+                ref="B",
+            ),
+        ],
+        unit="Bps",
+    )
+    p.add(
+        timeseries,
+        w=12,
+        h=8,
+        title="Waiting on peers",
+        description="Share of each second the ranks spent blocked (after spinning) waiting on peers, by peer "
+        "class: a rank that waits much less than the others is the one they wait for.",
+        targets=[
+            target(
+                f"sum by (rank, peer) (rate(conflux_transport_wait_seconds_total{{{SEL}}}[1m]))",
+                "rank {{rank}} {{peer}}",
+            )
+        ],
+        unit="percentunit",
+    )
+    p.add(
+        timeseries,
+        w=12,
+        h=8,
+        title="Network retries per second",
+        description="Posts the network refused for want of room (-FI_EAGAIN) and made again later, per host. A "
+        "steady rate means the provider's queues are too small for the traffic.",
+        targets=[
+            target(
+                f"sum by (host, transport) (rate(conflux_transport_retries_total{{{SEL}}}[1m]))",
+                "{{host}} {{transport}}",
+            )
+        ],
+        unit="reqps",
+    )
+
     p.row("Errors")
     p.add(
         timeseries,

@@ -2,7 +2,9 @@
 """Conflux's metrics through a real Prometheus and node_exporter, on 127.0.0.1 only.
 
 Starts a multi-rank conflux-perf all-reduce job with CONFLUX_METRICS_ADDR (every rank serves /metrics on
-PORT + local rank) and CONFLUX_METRICS_FILE (a textfile per rank), Debian's prometheus scraping the ranks
+PORT + local rank) and CONFLUX_METRICS_FILE (a textfile per rank), and a second job of two ranks on two
+simulated nodes (libfabric's tcp provider on 127.0.0.1: the network and per-NIC series), Debian's
+prometheus scraping the ranks
 and prometheus-node-exporter serving the textfiles, all as plain processes with their files in a
 temporary directory, and asks Prometheus's HTTP API the questions operators ask: bytes per second per
 collective, latency quantiles from the histogram, the desync expression, the textfile path, and every
@@ -24,6 +26,7 @@ import urllib.parse
 import urllib.request
 
 RANKS = 3
+NODES = 2  # the second job: one rank on each of two simulated nodes
 
 
 def free_port():
@@ -109,6 +112,7 @@ def main():
         textdir = os.path.join(tmp, "textfile")
         os.makedirs(textdir)
         base, prom, node = free_port_range(RANKS), free_port(), free_port()
+        nodes_base, bootstrap = free_port_range(NODES), free_port()
         rules = os.path.abspath(os.path.join(args.deploy, "prometheus", "conflux-alerts.yml"))
         config = os.path.join(tmp, "prometheus.yml")
         with open(config, "w") as c:
@@ -118,6 +122,8 @@ def main():
             targets = ", ".join(f"'127.0.0.1:{base + r}'" for r in range(RANKS))
             c.write(f"  - job_name: conflux\n    static_configs:\n      - targets: [{targets}]\n")
             c.write(f"  - job_name: node\n    static_configs:\n      - targets: ['127.0.0.1:{node}']\n")
+            targets = ", ".join(f"'127.0.0.1:{nodes_base + r}'" for r in range(NODES))
+            c.write(f"  - job_name: conflux-nodes\n    static_configs:\n      - targets: [{targets}]\n")
         log = open(os.path.join(tmp, "servers.log"), "w")
         procs.append(subprocess.Popen([tools["prometheus"], f"--config.file={config}",
                                        f"--storage.tsdb.path={os.path.join(tmp, 'data')}",
@@ -134,14 +140,29 @@ def main():
                                 "-n", "200", "-N", "0"], env=env, stdout=perf_log, stderr=perf_log,
                                start_new_session=True)
         procs.append(job)
+        # The two-node job: each rank started as a launcher would, its own node identity and its own
+        # port (each is local rank 0 of its node); the network stays on loopback.
+        secret = os.urandom(32).hex()
+        for r in range(NODES):
+            rank_env = dict(os.environ, CONFLUX_HOSTID=f"node{r}", CONFLUX_RANK=str(r), CONFLUX_NRANKS=str(NODES),
+                            CONFLUX_LOCAL_RANK="0", CONFLUX_LOCAL_SIZE="1",
+                            CONFLUX_BOOTSTRAP_ADDR=f"127.0.0.1:{bootstrap}", CONFLUX_SECRET=secret,
+                            CONFLUX_OFI_ADDR="127.0.0.1", CONFLUX_TCP_ADDR="127.0.0.1",
+                            CONFLUX_METRICS_ADDR=f"127.0.0.1:{nodes_base + r}", CONFLUX_JOB_ID="prom-nodes")
+            procs.append(subprocess.Popen([args.perf, "allreduce", "-b", "8", "-e", "1M", "-f", "4", "-n", "200",
+                                           "-N", "0"], env=rank_env, stdout=perf_log, stderr=perf_log,
+                                          start_new_session=True))
 
         wait_for("every rank up in Prometheus",
                  lambda: sum(float(s["value"][1]) for s in query(prom, 'up{job="conflux"}')) == RANKS, 60)
+        wait_for("both ranks of the two-node job up in Prometheus",
+                 lambda: sum(float(s["value"][1]) for s in query(prom, 'up{job="conflux-nodes"}')) == NODES, 60)
         wait_for("the textfiles through node_exporter",
                  lambda: len(query(prom, 'conflux_collective_operations_total{job="node",collective="allreduce"}'))
                  == RANKS, 60)
         time.sleep(args.seconds)
         f.check(job.poll() is None, "the conflux-perf job is still running")
+        f.check(all(p.poll() is None for p in procs[3:]), "the two-node job is still running")
 
         rates = query(prom, 'sum by (collective) (rate(conflux_collective_bytes_total{job="conflux"}[5s]))')
         by = {s["metric"].get("collective"): float(s["value"][1]) for s in rates}
@@ -171,6 +192,14 @@ def main():
                 "textfile path: every rank's operations through node_exporter")
         f.check(all(s["metric"].get("job_id") == "prom-test" for s in node_ops), "job_id label from CONFLUX_JOB_ID")
 
+        # The network between the simulated nodes, by peer class and by NIC.
+        remote = query(prom, 'sum by (rank) (rate(conflux_transport_sent_bytes_total{job="conflux-nodes",peer="remote"}[5s]))')
+        f.check(len(remote) == NODES and all(float(s["value"][1]) > 0 for s in remote),
+                f"each rank of the two-node job sends to the other node: {remote}")
+        nics = query(prom, 'sum by (host, nic) (rate(conflux_nic_received_bytes_total{job="conflux-nodes"}[5s]))')
+        f.check(len(nics) == NODES and all(s["metric"].get("nic") and float(s["value"][1]) > 0 for s in nics),
+                f"bytes per NIC on each node: {nics}")
+
         # Every panel of the dashboard answers.
         panels = subprocess.run([sys.executable, os.path.join(args.deploy, "grafana", "panel_queries.py")],
                                 check=True, capture_output=True, text=True).stdout
@@ -181,10 +210,11 @@ def main():
             f.check(len(result) > 0, f"panel '{q['panel']}' returns data: {q['expr']}")
 
         # The exposition passes promtool's lint, and the alert rules their unit tests.
-        exposition, headers = get(f"http://127.0.0.1:{base}/metrics")
-        f.check(headers["Content-Type"].startswith("text/plain; version=0.0.4"), "Content-Type " + headers["Content-Type"])
-        lint = subprocess.run([tools["promtool"], "check", "metrics"], input=exposition, capture_output=True, text=True)
-        f.check(lint.returncode == 0, "promtool check metrics: " + (lint.stdout + lint.stderr).strip()[:500])
+        for port in (base, nodes_base):
+            exposition, headers = get(f"http://127.0.0.1:{port}/metrics")
+            f.check(headers["Content-Type"].startswith("text/plain; version=0.0.4"), "Content-Type " + headers["Content-Type"])
+            lint = subprocess.run([tools["promtool"], "check", "metrics"], input=exposition, capture_output=True, text=True)
+            f.check(lint.returncode == 0, "promtool check metrics: " + (lint.stdout + lint.stderr).strip()[:500])
         rules_dir = os.path.join(args.deploy, "prometheus")
         tests = subprocess.run([tools["promtool"], "test", "rules", "conflux-alerts.test.yml"], cwd=rules_dir,
                                capture_output=True, text=True)
@@ -192,11 +222,11 @@ def main():
         alerts = query(prom, 'ALERTS{alertstate="firing"}')
         f.check(not alerts, f"no alert fires on a healthy job: {[a['metric'].get('alertname') for a in alerts]}")
     finally:
-        job = procs[2] if len(procs) == 3 else None
+        jobs = procs[2:]  # the jobs: each in a session of its own
         for p in procs:
-            if p is job:
+            if p in jobs:
                 try:
-                    os.killpg(job.pid, signal.SIGTERM)  # the job's session: conflux-perf and its ranks
+                    os.killpg(p.pid, signal.SIGTERM)  # the job's session: conflux-perf and its ranks
                 except ProcessLookupError:
                     pass
             elif p.poll() is None:
@@ -207,9 +237,9 @@ def main():
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        if job is not None:
+        for p in jobs:
             try:  # ranks that outlived their leader
-                os.killpg(job.pid, signal.SIGKILL)
+                os.killpg(p.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         if f.items:
