@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "algorithms/plan.h"
 #include "core/ticks.h"
 #include "src/flight_recorder.h"
 
@@ -20,19 +19,10 @@ constexpr size_t kStatusEntries = 16;
 
 }  // namespace
 
-uint64_t callBytes(Collective coll, uint64_t count, size_t eltSize, int nranks) {
-  PlanParams p;
-  p.coll = coll;
-  p.nranks = std::max(nranks, 1);
-  p.count = count;
-  p.eltSize = static_cast<uint32_t>(eltSize);
-  const BufferSizes sizes = bufferSizes(p);
-  return std::max(sizes.send, sizes.recv);
-}
-
 CommMetrics::CommMetrics(Setup setup) : setup_(std::move(setup)) {
   nsPerTick_ = processTickScale().settledNsPerTick();
-  usPerTick_ = nsPerTick_ / 1e3;
+  usPerTickFixed_ = std::max<uint64_t>(1, static_cast<uint64_t>(nsPerTick_ / 1e3 * 4294967296.0));
+  hugeTicks_ = UINT64_MAX / usPerTickFixed_;
 }
 
 CommMetrics::~CommMetrics() {

@@ -36,9 +36,20 @@ inline constexpr int kSizeClasses = 48;
 /// ones share the last slot, exported as algorithm "other".
 inline constexpr int kCountedAlgorithms = 32;
 
-/// The bytes a call's size is counted as: nccl-tests' "size" (the larger of its send and receive
-/// buffers: all-gather's output, reduce-scatter's and all-to-all's input, the buffer otherwise).
-uint64_t callBytes(Collective coll, uint64_t count, size_t eltSize, int nranks);
+/// The bytes a call's size is counted as: nccl-tests' "size", the larger of its send and receive
+/// buffers (algorithms/plan.h bufferSizes: all-gather's output, reduce-scatter's and all-to-all's input,
+/// the buffer otherwise). Inline, on every call: the unit test holds it to bufferSizes.
+inline uint64_t callBytes(Collective coll, uint64_t count, size_t eltSize, int nranks) {
+  const uint64_t block = count * eltSize;
+  switch (coll) {
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AllToAll:
+      return block * static_cast<uint64_t>(nranks > 0 ? nranks : 0);
+    default:
+      return block;
+  }
+}
 
 /// The size class of `bytes` (see kSizeClasses).
 inline int sizeClassOf(uint64_t bytes) {
@@ -97,10 +108,11 @@ class CommMetrics final : public metrics::Source {
   void collect(metrics::Sink& sink) const override;
   std::string status() const override;
 
-  /// The duration bucket of `ticks` (kDurationBuckets: +Inf).
+  /// The duration bucket of `ticks` (kDurationBuckets: +Inf): bucket b holds (2^(b-1), 2^b] us, near
+  /// enough (whole microseconds, from a 32.32 fixed-point rate: no floating point on the call path).
   int bucketOf(uint64_t ticks) const {
-    const auto us = static_cast<uint64_t>(static_cast<double>(ticks) * usPerTick_) + 1;  // ceil, near enough
-    const int b = us <= 1 ? 0 : static_cast<int>(std::bit_width(us - 1));
+    if (ticks >= hugeTicks_) return kDurationBuckets;  // over an hour: the product would overflow
+    const int b = static_cast<int>(std::bit_width((ticks * usPerTickFixed_) >> 32));
     return b < kDurationBuckets ? b : kDurationBuckets;
   }
 
@@ -121,7 +133,9 @@ class CommMetrics final : public metrics::Source {
   Setup setup_;
   // Fixed at construction: bucket bounds never move, and the seconds counters, converted with it, never
   // go down (a rate measured again at each scrape would move with the clock's slew).
-  double nsPerTick_ = 0, usPerTick_ = 0;
+  double nsPerTick_ = 0;
+  uint64_t usPerTickFixed_ = 0;  // microseconds per tick, times 2^32
+  uint64_t hugeTicks_ = 0;       // 2^32 us (71 minutes) in ticks: below it, ticks * usPerTickFixed_ < 2^64
   // One line of the words every call writes; collStarted is also the sequence number.
   struct alignas(64) Calls {
     std::atomic<uint64_t> collStarted{0}, p2pStarted{0}, failed{0}, lastEndTicks{0};

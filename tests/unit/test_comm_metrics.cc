@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "algorithms/plan.h"
 #include "core/metrics/service.h"
 #include "core/ticks.h"
 #include "src/comm_metrics.h"
@@ -50,6 +51,16 @@ TEST(CommMetrics, CallBytesAreNcclTestsSize) {
   EXPECT_EQ(callBytes(Collective::AllGather, 10, 4, 3), 120u);
   EXPECT_EQ(callBytes(Collective::ReduceScatter, 10, 4, 3), 120u);
   EXPECT_EQ(callBytes(Collective::AllToAll, 10, 8, 2), 160u);
+  // The inline formula is bufferSizes' larger buffer, for every collective.
+  for (int c = 0; c < kNumCollectives; ++c) {
+    PlanParams p;
+    p.coll = static_cast<Collective>(c);
+    p.nranks = 5;
+    p.count = 7;
+    p.eltSize = 2;
+    const BufferSizes sizes = bufferSizes(p);
+    EXPECT_EQ(callBytes(p.coll, 7, 2, 5), std::max(sizes.send, sizes.recv)) << collectiveName(p.coll);
+  }
 }
 
 TEST(CommMetrics, DurationBucketsDoubleFromOneMicrosecond) {
@@ -61,6 +72,7 @@ TEST(CommMetrics, DurationBucketsDoubleFromOneMicrosecond) {
   EXPECT_EQ(m.bucketOf(ticksFor(1000)), 10);      // (512, 1024] us
   EXPECT_EQ(m.bucketOf(ticksFor(3e6)), 22);       // 3 s: (2.1, 4.2] s
   EXPECT_EQ(m.bucketOf(ticksFor(1e9)), kDurationBuckets);  // 1000 s: +Inf
+  EXPECT_EQ(m.bucketOf(UINT64_MAX), kDurationBuckets);     // no overflow into a small bucket
 }
 
 #if CONFLUX_HAVE_METRICS
