@@ -291,6 +291,10 @@ std::string describeCandidates(const std::vector<CostedAlgo>& ranked, size_t lim
 void loadCostFile(const std::string& path, CostParams& params) {
   std::ifstream in(path);
   if (!in) throw Error(Code::InvalidArgument, "CONFLUX_COST_FILE: cannot read '" + path + "'");
+  parseCostText(in, path, params);
+}
+
+void parseCostText(std::istream& in, const std::string& path, CostParams& params) {
   std::string line;
   int lineNo = 0;
   while (std::getline(in, line)) {

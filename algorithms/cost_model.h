@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -67,5 +68,7 @@ std::string describeCandidates(const std::vector<CostedAlgo>& ranked, size_t lim
 /// reduce_gbytes_per_s, nics_per_node; '#' comments) into `params`. Throws Error(InvalidArgument) naming
 /// the file, the line and the key on a bad line. Bandwidths are in GB/s (1e9 bytes per second).
 void loadCostFile(const std::string& path, CostParams& params);
+/// loadCostFile's parser, reading `in` (`path` names it in errors and in params.source).
+void parseCostText(std::istream& in, const std::string& path, CostParams& params);
 
 }  // namespace conflux

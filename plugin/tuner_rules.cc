@@ -96,12 +96,16 @@ std::optional<size_t> parseBytes(std::string_view text) {
 }
 
 std::vector<Rule> loadRules(const std::string& path, const RuleWarning& warn) {
-  std::vector<Rule> rules;
   std::ifstream in(path);
   if (!in) {
     warn("CONFLUX_TUNER_CONFIG " + path + ": cannot read the file; no rules");
-    return rules;
+    return {};
   }
+  return parseRules(in, path, warn);
+}
+
+std::vector<Rule> parseRules(std::istream& in, const std::string& path, const RuleWarning& warn) {
+  std::vector<Rule> rules;
   std::string line;
   int lineNo = 0;
   while (std::getline(in, line)) {

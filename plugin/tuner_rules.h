@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,6 +35,8 @@ using RuleWarning = std::function<void(const std::string&)>;
 /// is reported through `warn` (naming the file and line) and skipped; an unreadable file is one warning
 /// and no rules.
 std::vector<Rule> loadRules(const std::string& path, const RuleWarning& warn);
+/// loadRules' parser, reading `in` (`path` names it in the warnings).
+std::vector<Rule> parseRules(std::istream& in, const std::string& path, const RuleWarning& warn);
 
 /// Name of an NCCL collType / algorithm / protocol ("allreduce", "tree", "ll128"), "?" when out of range.
 const char* collName(int coll);

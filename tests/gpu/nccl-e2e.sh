@@ -4,7 +4,8 @@
 # (NCCL_MNNVL_ENABLE=0 keeps multi-node NVLink out). Run once with NCCL_NET_PLUGIN=conflux NCCL_NET=Conflux
 # and once with NCCL's own Socket transport (NCCL_NET_PLUGIN=none NCCL_NET=Socket), both over loopback,
 # with conflux-perf's nccl backend: every row's result is checked (#wrong), busbw side by side, and NCCL's
-# INFO log must say which network it used.
+# INFO log must say which network it used. The plugin's run also writes Conflux's metrics textfile: the
+# plugin's bytes per device and the tuner's decisions must be in it (docs/observability.md).
 #
 #   tests/gpu/nccl-e2e.sh --bin DIR --lib DIR [--out DIR] [-b 8 -e 256M -f 4]
 #     --bin DIR   holds conflux-perf (built with CUDA)
@@ -53,7 +54,8 @@ run() {
 busbw() { grep -E '^ +[0-9]+ ' "$out/$1-rank0.log" | awk '{print $1, $8}'; }
 
 status=0
-run conflux NCCL_NET_PLUGIN=conflux NCCL_NET=Conflux; rc_conflux=$?
+run conflux NCCL_NET_PLUGIN=conflux NCCL_NET=Conflux CONFLUX_METRICS_FILE="$out/metrics-rank%r.prom" \
+  CONFLUX_METRICS_INTERVAL_MS=200; rc_conflux=$?
 if [[ $rc_conflux == 77 ]] || grep -q "skipped: no CUDA device" "$out/conflux-rank0.log"; then
   echo "nccl-e2e: skipped: no CUDA device"; exit 77
 fi
@@ -64,6 +66,11 @@ run socket NCCL_NET_PLUGIN=none NCCL_NET=Socket; rc_socket=$?
 
 grep -q "Using network Conflux" "$out"/conflux-rank*.log || { echo "NCCL did not use the Conflux plugin"; status=1; }
 grep -q "Using network Socket" "$out"/socket-rank*.log || { echo "NCCL did not use its Socket transport"; status=1; }
+# The plugin's metrics (written every 200 ms; the last file holds the last values): bytes sent per device.
+awk '/^conflux_nic_sent_bytes_total\{.*comm="nccl-net"/ && $NF > 0 {found = 1} END {exit !found}' \
+  "$out"/metrics-rank0.prom 2>/dev/null || { echo "no plugin bytes in the metrics textfile"; status=1; }
+grep -q '^conflux_tuner_decisions_total' "$out"/metrics-rank0.prom 2>/dev/null \
+  || echo "note: no tuner decisions in the metrics (NCCL used another tuner)"
 for name in conflux socket; do
   rc_var=rc_$name
   if [[ ${!rc_var} != 0 ]]; then
