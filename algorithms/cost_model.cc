@@ -317,13 +317,16 @@ void parseCostText(std::istream& in, const std::string& path, CostParams& params
     } catch (const std::exception&) {
       bad("'" + key + "' needs a number");
     }
-    if (!(v > 0)) bad("'" + key + "' must be > 0");
+    if (!(v > 0) || !std::isfinite(v)) bad("'" + key + "' must be a finite number > 0");
     if (key == "intra_alpha_us") params.intra.alpha = v * 1e-6;
     else if (key == "intra_gbytes_per_s") params.intra.bandwidth = v * 1e9;
     else if (key == "inter_alpha_us") params.inter.alpha = v * 1e-6;
     else if (key == "inter_gbytes_per_s") params.inter.bandwidth = v * 1e9;
     else if (key == "reduce_gbytes_per_s") params.reduceRate = v * 1e9;
-    else if (key == "nics_per_node") params.nicsPerNode = int(v);
+    else if (key == "nics_per_node") {
+      if (v != std::floor(v) || v > 4096) bad("'nics_per_node' must be a whole number from 1 to 4096");
+      params.nicsPerNode = int(v);
+    }
     else bad("unknown key '" + key + "'");
   }
   params.source = path;

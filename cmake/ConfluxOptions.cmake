@@ -11,3 +11,9 @@ if(CONFLUX_SANITIZE)
                          -fno-sanitize-recover=all)
   target_link_options(conflux_flags INTERFACE -fsanitize=${CONFLUX_SANITIZE})
 endif()
+# libFuzzer (preset `fuzz`, clang only): every library gets the fuzzer's coverage instrumentation; the
+# targets in tests/fuzz link libFuzzer's main.
+option(CONFLUX_FUZZ "Build the libFuzzer targets of tests/fuzz (clang)" OFF)
+if(CONFLUX_FUZZ)
+  target_compile_options(conflux_flags INTERFACE -fsanitize=fuzzer-no-link)
+endif()

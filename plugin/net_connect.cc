@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "plugin/net_comm.h"
 #include "plugin/net_devices.h"
+#include "plugin/net_handshake.h"
 #include "plugin/net_metrics.h"
 
 namespace conflux::plugin {
@@ -105,8 +106,8 @@ ListenComm* listen(Context& ctx, int dev, void* handle) {
 
 SendComm* connect(Context& ctx, int dev, void* handle) {
   auto* h = static_cast<ListenHandle*>(handle);
-  if (h->magic != kHandleMagic || h->addressBytes > sizeof h->address) {
-    throw Error(Code::InvalidArgument, "plugin: connect was given a handle that no Conflux listen wrote");
+  if (const std::string why = checkHandle(*h); !why.empty()) {
+    throw Error(Code::InvalidArgument, "plugin: connect was given a handle that no Conflux listen wrote: " + why);
   }
   auto* c = reinterpret_cast<SendComm*>(uintptr_t(h->connectState));
   if (c == nullptr) {
@@ -151,9 +152,8 @@ SendComm* connect(Context& ctx, int dev, void* handle) {
     if (!c->helloReq.finished() || !c->replyReq.finished()) return nullptr;
     checkFinished(c->helloReq, "CONNECT send");
     checkFinished(c->replyReq, "ACCEPT receive");
-    if (c->reply.magic != kHandleMagic || c->reply.addressBytes == 0 ||
-        c->reply.addressBytes > sizeof c->reply.address) {
-      throw Error(Code::RemoteError, "plugin: malformed ACCEPT message");
+    if (const std::string why = checkAccept(c->reply, c->replyReq.sizes[0]); !why.empty()) {
+      throw Error(Code::RemoteError, "plugin: malformed ACCEPT message: " + why);
     }
     unpin(*c);
   } catch (...) {
@@ -186,9 +186,8 @@ RecvComm* accept(ListenComm& l) {
   if (l.phase == ListenComm::Phase::WaitConnect) {
     if (!l.inboxReq.finished()) return nullptr;
     checkFinished(l.inboxReq, "CONNECT receive");
-    if (l.inbox.magic != kHandleMagic || l.inbox.addressBytes > sizeof l.inbox.address ||
-        l.inbox.dataAddressBytes == 0 || l.inbox.dataAddressBytes > sizeof l.inbox.dataAddress) {
-      throw Error(Code::RemoteError, "plugin: malformed CONNECT message (a peer of another Conflux version?)");
+    if (const std::string why = checkConnect(l.inbox, l.inboxReq.sizes[0]); !why.empty()) {
+      throw Error(Code::RemoteError, "plugin: malformed CONNECT message: " + why);
     }
     // The data endpoint: the listened device's member of the sender's rail index (opened by listen; its
     // ids are atomic, so no second lock is taken here).

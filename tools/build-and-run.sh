@@ -5,6 +5,7 @@
 #   tools/build-and-run.sh demo   # the all-reduce perf suite on 4 local ranks, Open MPI beside it
 #   tools/build-and-run.sh test   # every test: release build (all labels, the PyTorch backend's included:
 #                                 # torch from PyPI into .venv/, once) + sanitizer build (unit, multiproc)
+#                                 # + the fuzz targets (clang), each run briefly from its seed corpus
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-demo}"
@@ -15,7 +16,8 @@ packages=(build-essential cmake ninja-build pkg-config git
           nlohmann-json3-dev iproute2 iperf3 python3-matplotlib python3-venv python3-dev
           prometheus-cpp-dev libcivetweb-dev)
 # The test suite also runs a real Prometheus and node_exporter (started by the test on 127.0.0.1).
-if [[ $mode == test ]]; then packages+=(prometheus prometheus-node-exporter); fi
+# and builds the libFuzzer targets with clang (tests/fuzz).
+if [[ $mode == test ]]; then packages+=(prometheus prometheus-node-exporter clang-14 libclang-rt-14-dev); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -70,6 +72,12 @@ case "$mode" in
     cmake --build --preset asan -j "$jobs"
     echo "== unit and multi-process tests under the sanitizers"
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset asan || status=1
+    echo "== fuzz targets (clang, address,undefined): the regressions, then ${CONFLUX_FUZZ_SECONDS:-20} s each"
+    # clang-14 is Debian 12's clang; `clang` is its alternative where the clang package is installed.
+    fuzz_cc=(); command -v clang >/dev/null || fuzz_cc=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
+    cmake --preset fuzz "${fuzz_cc[@]}" >/dev/null
+    cmake --build --preset fuzz -j "$jobs"
+    tests/fuzz/run_fuzzers.sh build/fuzz "${CONFLUX_FUZZ_SECONDS:-20}" build/fuzz/runs || status=1
     leftovers=$(ls /dev/shm | grep '^conflux-' || true)
     if [[ -n "$leftovers" ]]; then
       echo "FAIL: shared-memory segments left in /dev/shm: $leftovers"

@@ -134,12 +134,9 @@ void fileLoop(State* st) {
   }
 }
 
-struct Address {
-  std::string host;
-  int port = 0;
-};
+}  // namespace
 
-Address parseAddress(const std::string& text) {
+HttpAddress parseHttpAddress(const std::string& text) {
   const auto bad = [&](const std::string& why) {
     return Error(Code::InvalidArgument, "CONFLUX_METRICS_ADDR='" + text + "' " + why + " (expected HOST:PORT, "
                                         "such as 127.0.0.1:9400 or [::1]:9400)");
@@ -149,7 +146,7 @@ Address parseAddress(const std::string& text) {
   if (colon == 0) throw bad("has no host");
   // civetweb reads commas as a list of listeners: one host only, as the variable promises.
   if (text.find_first_of(", \t") != std::string::npos) throw bad("is not one address");
-  Address a;
+  HttpAddress a;
   a.host = text.substr(0, colon);
   const std::string port = text.substr(colon + 1);
   if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) {
@@ -161,6 +158,8 @@ Address parseAddress(const std::string& text) {
   if (a.host.find(':') != std::string::npos && a.host.front() != '[') throw bad("has an IPv6 host without []");
   return a;
 }
+
+namespace {
 
 #if CONFLUX_HAVE_METRICS
 int answer(mg_connection* conn, const char* contentType, const std::string& body) {
@@ -211,7 +210,7 @@ int logMessage(const mg_connection*, const char* message) {
   return 1;  // handled: civetweb prints nothing itself
 }
 
-void startHttp(State& st, const Address& a) {
+void startHttp(State& st, const HttpAddress& a) {
   static std::once_flag init;
   std::call_once(init, [] { mg_init_library(0); });
   const int port = a.port + std::max(0, st.identity.localRank);
@@ -249,7 +248,7 @@ bool startLocal(State& st, const Identity& identity) {
   if (st.started) return st.on;
   const std::string addr = config::getString(config::Var::METRICS_ADDR);
   const std::string file = config::getString(config::Var::METRICS_FILE);
-  const Address parsed = addr.empty() ? Address{} : parseAddress(addr);  // throws before anything starts
+  const HttpAddress parsed = addr.empty() ? HttpAddress{} : parseHttpAddress(addr);  // throws before anything starts
   st.started = true;
   st.on = true;
   st.owner.store(hub::local());

@@ -69,6 +69,14 @@ std::string statusJson();
 /// Writes the file output now (no-op without CONFLUX_METRICS_FILE); false when writing failed.
 bool writeFileNow();
 
+/// CONFLUX_METRICS_ADDR's HOST:PORT ("127.0.0.1:9400", "[::1]:9400"): host as written (brackets kept).
+struct HttpAddress {
+  std::string host;
+  int port = 0;
+};
+/// Parses a CONFLUX_METRICS_ADDR value; throws Error(InvalidArgument) naming the variable and saying why.
+HttpAddress parseHttpAddress(const std::string& text);
+
 /// Expands %r (rank), %h (host) and %% in a CONFLUX_METRICS_FILE path.
 std::string expandPath(const std::string& pattern, int rank, const std::string& host);
 

@@ -222,7 +222,7 @@ Machine fromJson(const std::string& text, const std::string& what) {
   Json top;
   try {
     top = Json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse errors, and numbers out of range (out_of_range)
     throw Error(Code::InvalidArgument, what + ": not valid JSON: " + e.what());
   }
   ObjectReader r(top, what, "", {"version", "hostname", "source", "packages", "cores", "cpus", "numa",

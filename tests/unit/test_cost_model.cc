@@ -100,8 +100,9 @@ TEST(CostModel, CostFileParsesAndRejectsBadLines) {
   EXPECT_DOUBLE_EQ(p.reduceRate, 900e9);
   EXPECT_EQ(p.nicsPerNode, 32);
   EXPECT_EQ(p.source, path);
+  // The last three were found by tests/fuzz (fuzz_cost_file): a count beyond int was undefined behaviour.
   for (const char* bad : {"inter_gbps=4\n", "inter_alpha_us=fast\n", "inter_alpha_us=-1\n", "just words\n",
-                          "inter_alpha_us=3x\n"}) {
+                          "inter_alpha_us=3x\n", "nics_per_node=1e300\n", "nics_per_node=2.5\n", "inter_alpha_us=inf\n"}) {
     {
       std::ofstream f(path);
       f << "intra_alpha_us=2\n" << bad;

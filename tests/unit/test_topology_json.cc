@@ -124,6 +124,8 @@ TEST(TopoJson, ErrorsNameTheFileAndTheField) {
   EXPECT_EQ(msg, "topology file '" + path + "': field 'nics[0].speedGbps': expected a non-negative number, got \"fast\"");
 
   EXPECT_NE(loadError("{\"version\": 1,").find("not valid JSON"), std::string::npos);
+  // Found by tests/fuzz (fuzz_topology_json): a number beyond double's range ended the process.
+  EXPECT_NE(loadError("22E2222222222222").find("not valid JSON"), std::string::npos);
   EXPECT_NE(loadError("[1]").find("field '(top level)': must be an object"), std::string::npos);
   EXPECT_NE(loadError(p4dWith("\"version\": 1", "\"version\": 2")).find("field 'version': unsupported version 2"),
             std::string::npos);

@@ -1,0 +1,68 @@
+// Blocking loopback socket helpers for the fuzz targets that talk to a real store: bounded in time
+// (poll with a timeout), never raising SIGPIPE.
+#pragma once
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+
+namespace conflux::fuzzsock {
+
+/// A connected TCP socket to `addr`, or -1.
+inline int connectTo(const sockaddr_storage& addr, socklen_t len) {
+  const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// Writes everything unless the peer is gone; false then.
+inline bool writeAll(int fd, const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    const ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= size_t(w);
+  }
+  return true;
+}
+
+/// Waits up to `ms` for `fd` to be readable.
+inline bool readable(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, ms) > 0;
+}
+
+/// Reads exactly `n` bytes, each wait bounded by `ms`; false on a close, an error or a timeout.
+inline bool readExactly(int fd, void* data, size_t n, int ms) {
+  auto* p = static_cast<uint8_t*>(data);
+  while (n > 0) {
+    if (!readable(fd, ms)) return false;
+    const ssize_t r = ::recv(fd, p, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= size_t(r);
+  }
+  return true;
+}
+
+/// Reads and drops what arrives until the peer closes or is quiet for `ms`.
+inline void drain(int fd, int ms) {
+  uint8_t buf[4096];
+  while (readable(fd, ms)) {
+    const ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r <= 0 && !(r < 0 && errno == EINTR)) return;
+  }
+}
+
+}  // namespace conflux::fuzzsock
