@@ -277,12 +277,40 @@ void checkResult(cfxResult_t r, const char* what) {
 
 namespace {
 
-// Waits for the ranks, and only them: the launcher's other children (--noise) are left to their owner, so
-// their pids cannot be reaped here and reused before it stops them. Once a rank fails, the others get a
-// grace period to notice, then are killed. Blocks on the ranks' pidfds (readable when a process exits);
-// where pidfd_open is unavailable it polls every 5 ms. Returns the worst exit code (128 + N for a
-// rank that signal N ended; a failure outranks 77, nothing measured, which outranks 0).
+// Whether process `pid` is stopped (SIGSTOP, SIGTSTP, a debugger): /proc/PID/stat's state T or t.
+bool isStopped(pid_t pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (f == nullptr) return false;
+  char buf[512] = {};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  size_t close = n;  // the last ')': the command name before it may hold one too
+  while (close > 0 && buf[close - 1] != ')') --close;
+  // "PID (NAME) S ...": the state is two characters after the ')'.
+  return close > 0 && close + 1 < n && (buf[close + 1] == 'T' || buf[close + 1] == 't');
+}
+
+// How long the other ranks get to fail on their own once one failed: a rank waiting on a dead or stuck
+// peer fails within CONFLUX_TIMEOUT_MS, so that and a margin to write its report.
+std::chrono::milliseconds survivorsGrace() {
+  const char* v = std::getenv("CONFLUX_TIMEOUT_MS");
+  long long ms = v != nullptr && *v != '\0' ? std::atoll(v) : 30000;
+  if (ms <= 0) ms = 30000;  // no timeout configured: the library's default
+  return std::chrono::milliseconds(ms + 5000);
+}
+
+// Waits for the ranks (pids[r] is rank r), and only them: the launcher's other children (--noise) are
+// left to their owner, so their pids cannot be reaped here and reused before it stops them. Blocks on the
+// ranks' pidfds (readable when a process exits); where pidfd_open is unavailable it polls every 5 ms.
+//
+// Once a rank fails, the others are ended as mpirun ends them, but not before they could say what they
+// saw: at once when every rank still running is stopped (it would never notice), else once the
+// survivors had their timeout plus 5 s (survivorsGrace) to fail by themselves. Each rank ended so is
+// named on stderr, with why. Returns the worst exit code (128 + N for a rank that signal N ended; a
+// failure outranks 77, nothing measured, which outranks 0).
 int waitForRanks(std::vector<pid_t> pids) {
+  std::vector<int> ranks(pids.size());
+  for (size_t r = 0; r < ranks.size(); ++r) ranks[r] = static_cast<int>(r);
   std::vector<int> fds;
   for (pid_t p : pids) {
     const int fd = static_cast<int>(syscall(SYS_pidfd_open, p, 0));
@@ -295,12 +323,23 @@ int waitForRanks(std::vector<pid_t> pids) {
   }
   const bool pidfds = !fds.empty();
   int worst = 0;
-  auto deadline = std::chrono::steady_clock::time_point::max();
+  int firstFailed = -1;
+  std::chrono::steady_clock::time_point failedAt;
+  const auto endRest = [&](const char* why) {
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - failedAt);
+    for (size_t i = 0; i < pids.size(); ++i) {
+      std::fprintf(stderr, "conflux-perf: ended rank %d (pid %d): %s %lld s after rank %d failed\n", ranks[i],
+                   static_cast<int>(pids[i]), why, static_cast<long long>(waited.count()), firstFailed);
+      kill(pids[i], SIGKILL);  // our own child, not yet reaped
+    }
+    std::fflush(stderr);
+  };
+  bool ended = false;
   while (!pids.empty()) {
     if (pidfds) {
       std::vector<pollfd> ready;
       for (int fd : fds) ready.push_back({fd, POLLIN, 0});
-      poll(ready.data(), ready.size(), worst == 0 ? -1 : 100);  // block until the first failure
+      poll(ready.data(), ready.size(), firstFailed < 0 ? -1 : 100);  // block until the first failure
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -312,18 +351,26 @@ int waitForRanks(std::vector<pid_t> pids) {
         continue;
       }
       const int code = done < 0 ? 1 : exitCodeOf(status);
-      if (code != 0 && worst == 0) deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      if (code != 0 && code != kExitSkipped && firstFailed < 0) {
+        firstFailed = ranks[i];
+        failedAt = std::chrono::steady_clock::now();
+      }
       if (worst == 0 || (worst == kExitSkipped && code != 0)) worst = code;
       else if (code != 0 && code != kExitSkipped) worst = std::max(worst, code);
       pids.erase(pids.begin() + static_cast<std::ptrdiff_t>(i));
+      ranks.erase(ranks.begin() + static_cast<std::ptrdiff_t>(i));
       if (pidfds) {
         close(fds[i]);
         fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i));
       }
     }
-    if (std::chrono::steady_clock::now() > deadline) {
-      for (pid_t p : pids) kill(p, SIGKILL);  // our own children that have not exited yet
-      deadline = std::chrono::steady_clock::time_point::max();
+    if (firstFailed < 0 || ended || pids.empty()) continue;
+    if (std::all_of(pids.begin(), pids.end(), isStopped)) {
+      endRest("stopped");
+      ended = true;
+    } else if (std::chrono::steady_clock::now() - failedAt > survivorsGrace()) {
+      endRest("still running");
+      ended = true;
     }
   }
   return worst;
