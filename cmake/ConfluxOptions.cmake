@@ -15,5 +15,9 @@ endif()
 # targets in tests/fuzz link libFuzzer's main.
 option(CONFLUX_FUZZ "Build the libFuzzer targets of tests/fuzz (clang)" OFF)
 if(CONFLUX_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "CONFLUX_FUZZ needs clang (libFuzzer); this build uses ${CMAKE_CXX_COMPILER_ID}: "
+                        "use the preset `fuzz` or -DCMAKE_CXX_COMPILER=clang++")
+  endif()
   target_compile_options(conflux_flags INTERFACE -fsanitize=fuzzer-no-link)
 endif()

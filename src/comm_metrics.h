@@ -65,7 +65,7 @@ class CommMetrics final : public metrics::Source {
     int rank = 0, nranks = 1;
     const FlightRecorder* recorder = nullptr;  ///< algorithm names and the /status view (outlives this)
     std::string remoteTransport;  ///< the network's name (transport::Network::name), "" on one node
-    std::shared_ptr<const transport::Network> network;  ///< its rails' counters (null: none)
+    const transport::Network* network = nullptr;  ///< its rails' counters (null: none); outlives the source's registration
   };
   explicit CommMetrics(Setup setup);
   ~CommMetrics() override;

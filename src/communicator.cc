@@ -188,7 +188,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     m.nranks = nranks_;
     m.recorder = recorder_.get();
     if (net_ != nullptr) m.remoteTransport = std::string(net_->name());
-    m.network = net_;
+    m.network = net_.get();
     metrics_ = std::make_unique<CommMetrics>(std::move(m));
     env_.traffic = &metrics_->traffic();
     metrics::addSource(metrics_.get());

@@ -73,8 +73,9 @@ case "$mode" in
     echo "== unit and multi-process tests under the sanitizers"
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset asan || status=1
     echo "== fuzz targets (clang, address,undefined): the regressions, then ${CONFLUX_FUZZ_SECONDS:-20} s each"
-    # clang-14 is Debian 12's clang; `clang` is its alternative where the clang package is installed.
-    fuzz_cc=(); command -v clang >/dev/null || fuzz_cc=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
+    # clang-14 is Debian 12's clang, the one whose libFuzzer runtime is installed above (plain `clang` is
+    # only what the preset names where no clang-14 exists).
+    fuzz_cc=(); command -v clang++-14 >/dev/null && fuzz_cc=(-DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14)
     cmake --preset fuzz "${fuzz_cc[@]}" >/dev/null
     cmake --build --preset fuzz -j "$jobs"
     tests/fuzz/run_fuzzers.sh build/fuzz "${CONFLUX_FUZZ_SECONDS:-20}" build/fuzz/runs || status=1

@@ -4,5 +4,9 @@
 #include "core/metrics/process_hub.h"
 
 extern "C" __attribute__((visibility("default"))) const cfx_metrics_hub_v1* conflux_metrics_hub_v1() {
+#if CONFLUX_HAVE_METRICS
   return conflux::metrics::hub::local();
+#else
+  return nullptr;  // a copy without metrics must not become the owner: it would serve nothing
+#endif
 }

@@ -31,6 +31,7 @@ typedef void (*cfx_metrics_append_v1)(void* out, const char* text, size_t bytes)
 /// Where a peer copy's sources write their samples: the owner's sink. `labels` holds `n` name/value
 /// pairs as 2n strings; `kind` 0 is a counter, 1 a gauge.
 struct cfx_metrics_sink_v1 {
+  uint32_t size;  ///< sizeof(cfx_metrics_sink_v1) of the copy that made it; later versions append
   void* ctx;
   void (*sample)(void* ctx, int kind, const char* name, const char* help, const char* const* labels, size_t n,
                  double value);
@@ -41,6 +42,7 @@ struct cfx_metrics_sink_v1 {
 
 /// A copy that attached to the owner: its sources, read at every scrape.
 struct cfx_metrics_peer_v1 {
+  uint32_t size;  ///< sizeof(cfx_metrics_peer_v1) of the copy that made it; later versions append
   void* ctx;
   void (*collect)(void* ctx, const cfx_metrics_sink_v1* sink);
   /// Calls `part` once with each source's /status JSON value.
@@ -49,7 +51,7 @@ struct cfx_metrics_peer_v1 {
 
 /// A copy's service, as other copies reach it. Every function is safe from any thread and never throws.
 struct cfx_metrics_hub_v1 {
-  uint32_t size;  ///< sizeof(cfx_metrics_hub_v1) of the copy that made it
+  uint32_t size;  ///< sizeof(cfx_metrics_hub_v1) of the copy that made it; later versions append
   /// metrics::start with this identity (rank, local rank: -1 when unknown): 1 on, 0 off; -1 refused,
   /// the reason appended to `error`.
   int (*start)(int rank, int local_rank, const char* host, const char* job_id, cfx_metrics_append_v1 error,
@@ -62,19 +64,29 @@ struct cfx_metrics_hub_v1 {
   void (*http_address)(cfx_metrics_append_v1 append, void* out);
 };
 
-/// The symbol every shared object of Conflux exports (hub_export.cc).
+/// The symbol every shared object of Conflux exports (hub_export.cc); it returns null in a build
+/// without metrics.
 #define CONFLUX_METRICS_HUB_SYMBOL "conflux_metrics_hub_v1"
 
 }  // extern "C"
 
 namespace conflux::metrics::hub {
 
+/// The sizes of the tables as version 1 defined them: a copy accepts another's table of at least this
+/// size (a later version's is longer, with the same first members).
+inline constexpr uint32_t kHubV1Bytes = 56, kSinkV1Bytes = 32, kPeerV1Bytes = 32;
+static_assert(sizeof(void*) != 8 || (sizeof(cfx_metrics_hub_v1) == kHubV1Bytes &&
+                                     sizeof(cfx_metrics_sink_v1) == kSinkV1Bytes &&
+                                     sizeof(cfx_metrics_peer_v1) == kPeerV1Bytes),
+              "version 1 of the metrics tables is frozen: later versions append members");
+
 /// This copy's hub.
 const cfx_metrics_hub_v1* local();
 /// The process's owner: the first hub in load order, or local() when no loaded object exports one
 /// (an executable that links core/ statically and loads no plugin).
 const cfx_metrics_hub_v1* findOwner();
-/// Keeps this copy's shared object loaded until the process ends (RTLD_NODELETE).
-void pinThisCopy();
+/// Keeps this copy's shared object loaded until the process ends (RTLD_NODELETE); true when it is
+/// (the program itself always is), false when the loader would not.
+bool pinThisCopy();
 
 }  // namespace conflux::metrics::hub

@@ -210,32 +210,43 @@ int logMessage(const mg_connection*, const char* message) {
   return 1;  // handled: civetweb prints nothing itself
 }
 
+// Serves on PORT + local rank; with the local rank unknown (a process no launcher variable describes),
+// on the first free port of PORT .. PORT + 63, so that the processes of one node do not all fight for
+// PORT.
 void startHttp(State& st, const HttpAddress& a) {
   static std::once_flag init;
   std::call_once(init, [] { mg_init_library(0); });
-  const int port = a.port + std::max(0, st.identity.localRank);
-  if (port > 65535) {
+  const bool known = st.identity.localRank >= 0;
+  const int first = a.port + std::max(0, st.identity.localRank);
+  const int last = known ? first : std::min(65535, a.port + 63);
+  if (first > 65535) {
     CFX_WARN(kInit, "CONFLUX_METRICS_ADDR: port %d + local rank %d is beyond 65535: no /metrics", a.port,
              st.identity.localRank);
     return;
   }
-  const std::string listen = a.host + ":" + std::to_string(port);
-  const char* options[] = {"listening_ports", listen.c_str(), "num_threads", "2", "request_timeout_ms", "10000",
-                           "enable_keep_alive", "no", nullptr};
   mg_callbacks callbacks{};
   callbacks.log_message = logMessage;
-  t_starting = true;
-  st.http = mg_start(&callbacks, nullptr, options);
-  t_starting = false;
+  std::string listen;
+  for (int port = first; port <= last && st.http == nullptr; ++port) {
+    listen = a.host + ":" + std::to_string(port);
+    const char* options[] = {"listening_ports", listen.c_str(), "num_threads", "2", "request_timeout_ms", "10000",
+                             "enable_keep_alive", "no", nullptr};
+    st.httpError.clear();
+    t_starting = true;
+    st.http = mg_start(&callbacks, nullptr, options);
+    t_starting = false;
+  }
   if (st.http == nullptr) {
-    CFX_WARN(kInit, "CONFLUX_METRICS_ADDR: cannot serve metrics on %s (%s); the job runs without them",
-             listen.c_str(), st.httpError.empty() ? "no reason given" : st.httpError.c_str());
+    CFX_WARN(kInit, "CONFLUX_METRICS_ADDR: cannot serve metrics on %s%s (%s); the job runs without them",
+             known ? "" : (a.host + ":" + std::to_string(first) + " .. ").c_str(), listen.c_str(),
+             st.httpError.empty() ? "no reason given" : st.httpError.c_str());
     return;
   }
   mg_set_request_handler(st.http, "/metrics$", metricsHandler, nullptr);
   mg_set_request_handler(st.http, "/status$", statusHandler, nullptr);
   st.httpAddress = listen;
-  CFX_INFO(kInit, "metrics: serving http://%s/metrics and /status", listen.c_str());
+  CFX_INFO(kInit, "metrics: serving http://%s/metrics and /status%s", listen.c_str(),
+           known ? "" : " (the local rank is unknown: the first free port from CONFLUX_METRICS_ADDR's)");
 }
 #endif
 
@@ -245,7 +256,13 @@ void startHttp(State& st, const HttpAddress& a) {
 // metrics are on. Throws for a malformed CONFLUX_METRICS_ADDR, before anything starts.
 bool startLocal(State& st, const Identity& identity) {
   std::lock_guard<std::mutex> lock(st.mutex);
-  if (st.started) return st.on;
+  if (st.started) {
+    // A later starter that knows the rank (a communicator, after an NCCL plugin that did not) names it
+    // in the labels from now on; the port and the file stay.
+    if (st.identity.rank < 0 && identity.rank >= 0) st.identity.rank = identity.rank;
+    if (st.identity.localRank < 0 && identity.localRank >= 0) st.identity.localRank = identity.localRank;
+    return st.on;
+  }
   const std::string addr = config::getString(config::Var::METRICS_ADDR);
   const std::string file = config::getString(config::Var::METRICS_FILE);
   const HttpAddress parsed = addr.empty() ? HttpAddress{} : parseHttpAddress(addr);  // throws before anything starts
@@ -259,10 +276,16 @@ bool startLocal(State& st, const Identity& identity) {
   if (!addr.empty()) startHttp(st, parsed);
 #endif
   if (!file.empty()) {
-    st.filePath = expandPath(file, std::max(0, identity.rank), identity.host);
+    st.filePath = expandPath(file, identity.rank, identity.host);
+    if (identity.rank < 0 && file.find("%r") != std::string::npos) {
+      CFX_WARN(kInit, "CONFLUX_METRICS_FILE: this process's rank is unknown (no launcher variable gives it): %%r "
+               "is its pid, %s", st.filePath.c_str());
+    }
     std::thread(fileLoop, &st).detach();  // lives as long as the process (the state is never freed)
   }
-  hub::pinThisCopy();  // the server's and the writer's threads run this copy's code
+  if (!hub::pinThisCopy()) {  // the server's and the writer's threads run this copy's code
+    CFX_WARN(kInit, "metrics: this library could not be kept loaded; unloading it (dlclose) would end the process");
+  }
   return true;
 }
 
@@ -304,18 +327,21 @@ int hubStart(int rank, int localRank, const char* host, const char* jobId, cfx_m
     if (!requested()) return 0;
     return startLocal(state(), Identity{rank, localRank, host != nullptr ? host : "", jobId != nullptr ? jobId : ""}) ? 1 : 0;
   } catch (const std::exception& e) {
-    error(out, e.what(), std::strlen(e.what()));
+    error(out, e.what(), std::strlen(e.what()));  // the caller's append: it may not throw either
+    return -1;
+  } catch (...) {
     return -1;
   }
 }
 
 void hubAttach(const cfx_metrics_peer_v1* peer) noexcept {
+  if (peer == nullptr || peer->size < hub::kPeerV1Bytes) return;  // not a table this version can read
   try {
     State& st = state();
     std::lock_guard<std::mutex> lock(st.mutex);
     st.peers.push_back(*peer);
   } catch (...) {
-    CFX_WARN(kInit, "metrics: out of memory: another copy of Conflux's metrics are left out");
+    // Out of memory: that copy's metrics are left out (nothing is logged: logging may allocate).
   }
 }
 
@@ -379,7 +405,7 @@ void peerStatus(void*, cfx_metrics_append_v1 part, void* out) noexcept {
   }
 }
 
-constexpr cfx_metrics_peer_v1 kPeer = {nullptr, peerCollect, peerStatus};
+constexpr cfx_metrics_peer_v1 kPeer = {sizeof(cfx_metrics_peer_v1), nullptr, peerCollect, peerStatus};
 
 /// The copy that serves, when it is not this one (null before start and when this one serves).
 const cfx_metrics_hub_v1* remoteOwner() {
@@ -419,7 +445,7 @@ std::string expandPath(const std::string& pattern, int rank, const std::string& 
       continue;
     }
     const char c = pattern[++i];
-    if (c == 'r') out += std::to_string(rank);
+    if (c == 'r') out += rank >= 0 ? std::to_string(rank) : "pid" + std::to_string(::getpid());
     else if (c == 'h') out += host;
     else if (c == '%') out += '%';
     else {
@@ -470,9 +496,13 @@ bool start(const Identity& identity) {
     if (st.on) st.owner.store(owner);
   }
   if (rc == 1) {
-    hub::pinThisCopy();  // the owner calls into this copy at every scrape
-    owner->attach(&kPeer);  // not under this copy's lock: the owner's scrape takes it after its own
-    CFX_INFO(kInit, "metrics: served by another copy of Conflux in this process");
+    // The owner calls into this copy at every scrape: only a copy that stays loaded may attach.
+    if (!hub::pinThisCopy()) {
+      CFX_WARN(kInit, "metrics: this library could not be kept loaded; its metrics are left out");
+    } else {
+      owner->attach(&kPeer);  // not under this copy's lock: the owner's scrape takes it after its own
+      CFX_INFO(kInit, "metrics: served by another copy of Conflux in this process");
+    }
   }
   return rc == 1;
 }

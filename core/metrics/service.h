@@ -47,7 +47,8 @@ std::string jobIdFromEnvironment();
 /// where it has not, a warning says so once).
 bool requested();
 
-/// Starts the service on the first call (identity from its arguments; later calls keep the first):
+/// Starts the service on the first call (identity from its arguments; later calls keep the first, but
+/// fill in a rank or local rank it did not know, in the labels only):
 /// binds the HTTP server and starts the file writer as configured. Returns whether metrics are on. A
 /// server that cannot bind (the port is taken) is a warning, not an error: the job runs without it.
 /// Throws Error(InvalidArgument) naming the variable for a malformed CONFLUX_METRICS_ADDR.
@@ -77,7 +78,8 @@ struct HttpAddress {
 /// Parses a CONFLUX_METRICS_ADDR value; throws Error(InvalidArgument) naming the variable and saying why.
 HttpAddress parseHttpAddress(const std::string& text);
 
-/// Expands %r (rank), %h (host) and %% in a CONFLUX_METRICS_FILE path.
+/// Expands %r (rank; "pid<PID>" when the rank is unknown, < 0), %h (host) and %% in a
+/// CONFLUX_METRICS_FILE path.
 std::string expandPath(const std::string& pattern, int rank, const std::string& host);
 
 }  // namespace conflux::metrics

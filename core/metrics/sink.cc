@@ -62,9 +62,11 @@ void histogramInto(void* ctx, const char* name, const char* help, const char* co
 
 }  // namespace
 
-Sink::Sink(const cfx_metrics_sink_v1* forward) : forward_(forward) {}
+// A sink table shorter than version 1's (not from a Conflux copy) is not used: the samples are dropped.
+Sink::Sink(const cfx_metrics_sink_v1* forward)
+    : forward_(forward != nullptr && forward->size >= hub::kSinkV1Bytes ? forward : nullptr) {}
 
-cfx_metrics_sink_v1 Sink::table() { return {this, &sampleInto, &histogramInto}; }
+cfx_metrics_sink_v1 Sink::table() { return {sizeof(cfx_metrics_sink_v1), this, &sampleInto, &histogramInto}; }
 
 bool Sink::forwardSample(int kind, const std::string& name, const std::string& help, const Labels& labels,
                          double value) {

@@ -1,6 +1,9 @@
 // CONFLUX_COST_FILE: the cost model's parameters, key=value lines. A bad line must be an Error naming
-// the line; any accepted file leaves parameters the model can use.
+// the line; any accepted file leaves parameters the model can use: finite, non-negative predictions.
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 
@@ -21,6 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   shape.nranks = 16;
   shape.nodes = 2;
   shape.ranksPerNode = 8;
-  (void)rankAlgorithms(Collective::AllReduce, 1 << 20, shape, params);
+  for (const CostedAlgo& a : rankAlgorithms(Collective::AllReduce, 1 << 20, shape, params)) {
+    if (!std::isfinite(a.seconds) || a.seconds < 0) {
+      std::fprintf(stderr, "an accepted cost file predicts %g s\n", a.seconds);
+      std::abort();  // the selector would compare nonsense
+    }
+  }
   return 0;
 }

@@ -7,7 +7,9 @@
 // the CONFLUX_* ones are also set in the process environment for config::getInt/getBool, and removed
 // after.
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <sstream>
 #include <string>
@@ -27,11 +29,16 @@ using namespace conflux;
 
 namespace {
 
+/// Runs `f`; an Error is the right way to refuse a value, but it must name `variable`.
 template <class F>
-void refusedWithError(F&& f) {
+void refusedWithError(F&& f, const std::string& variable) {
   try {
     f();
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    if (!variable.empty() && std::strstr(e.what(), variable.c_str()) == nullptr) {
+      std::fprintf(stderr, "an error that does not name %s: %s\n", variable.c_str(), e.what());
+      std::abort();
+    }
   }
 }
 
@@ -53,17 +60,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (const auto li = bootstrap::detectLauncher(lookup)) {
       if (li->rank < 0 || li->size < 1 || li->rank >= li->size) std::abort();  // accepted out of range
     }
-  });
+  }, "");  // it names whichever launcher variable is wrong
   for (const auto& entry : env) {
     const std::string& name = entry.first;  // (clang 14 lambdas cannot capture structured bindings)
     const std::string& value = entry.second;
     refusedWithError([&] {
       const Selector s(value);
       for (int c = 0; c < kNumCollectives; ++c) (void)s.forced(static_cast<Collective>(c));
-    });
-    refusedWithError([&] { (void)bootstrap::splitHostPort(value, name); });
-    refusedWithError([&] { (void)metrics::parseHttpAddress(value); });
-    refusedWithError([&] { (void)topo::parseCpuList(value); });
+    }, "CONFLUX_ALGO");
+    refusedWithError([&] { (void)bootstrap::splitHostPort(value, name); }, name);
+    refusedWithError([&] { (void)metrics::parseHttpAddress(value); }, "CONFLUX_METRICS_ADDR");
+    refusedWithError([&] { (void)topo::parseCpuList(value); }, "");  // it quotes the text instead
     uint8_t secret[32];
     (void)bootstrap::fromHex(value, secret, sizeof secret);
     long long i = 0;
@@ -79,7 +86,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (const config::VarInfo& v : config::all()) {
     const auto var = static_cast<config::Var>(&v - config::all().data());
-    refusedWithError([&] { (void)config::getInt(var); });
+    refusedWithError([&] { (void)config::getInt(var); }, v.name);
     (void)config::getBool(var);
   }
   for (const std::string& name : set) ::unsetenv(name.c_str());

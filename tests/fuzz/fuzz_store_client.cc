@@ -6,7 +6,8 @@
 //   bit 0 = 1  a server that knows the secret: the fake server completes a correct handshake, then
 //              sends the bytes as the replies to the client's requests.
 // The fake server then shuts its write side and drains; later connections in the same input (the
-// client reconnects after a broken reply) are closed at once. The client runs set, get, add, check and
+// client reconnects after a broken reply) are closed at once. Each input has a listening socket of its
+// own, so an input is replayed exactly as it ran. The client runs set, get, add, check and
 // remove until the first error, each call bounded by a 20 ms timeout.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -15,12 +16,11 @@
 
 #include <algorithm>
 #include <array>
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -36,58 +36,51 @@ using namespace conflux::bootstrap;
 
 namespace {
 
-/// The fake server: one listening socket for the whole run, one script per input.
+/// The fake server of one input: its own listening socket (so that no connection left over from an
+/// earlier input meets this input's script) and a thread that plays the script to the first connection
+/// and closes any later one, until stop().
 class FakeServer {
  public:
-  FakeServer() {
+  FakeServer(const std::array<uint8_t, 32>& secret, const uint8_t* data, size_t size)
+      : script_(data, data + size) {
     listen_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    if (listen_ < 0 || ::bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listen_, 64) != 0 ||
+    if (listen_ < 0 || ::bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(listen_, 16) != 0 ||
         ::getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
       std::perror("fake store: listen");
       std::abort();
     }
     std::memcpy(&id_.addr, &a, sizeof a);
     id_.addrLen = sizeof a;
-    const std::vector<uint8_t> random = randomBytes(id_.secret.size());
-    std::copy(random.begin(), random.end(), id_.secret.begin());
-    std::thread([this] { serve(); }).detach();  // for the life of the fuzzing process
+    id_.secret = secret;
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FakeServer() {
+    stop_.store(true);
+    thread_.join();
+    ::close(listen_);  // connections still in its backlog are reset
   }
   const UniqueId& id() const { return id_; }
 
-  /// Arms the script for the next connections; done() ends it.
-  void begin(const uint8_t* data, size_t size) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    script_.assign(data, data + size);
-    first_ = true;
-  }
-  void done() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    script_.clear();
-  }
-
  private:
   void serve() {
-    for (;;) {
+    bool first = true;
+    while (!stop_.load()) {
+      if (!fuzzsock::readable(listen_, 5)) continue;
       const int fd = ::accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
-      std::vector<uint8_t> script;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (first_) script = script_;
-        first_ = false;
-      }
-      if (!script.empty()) play(fd, script);
+      if (first) play(fd);
+      first = false;
       ::close(fd);
     }
   }
 
-  void play(int fd, const std::vector<uint8_t>& script) {
-    if ((script[0] & 1) != 0 && !handshake(fd)) return;
-    fuzzsock::writeAll(fd, script.data() + 1, script.size() - 1);
+  void play(int fd) {
+    if ((script_[0] & 1) != 0 && !handshake(fd)) return;
+    fuzzsock::writeAll(fd, script_.data() + 1, script_.size() - 1);
     ::shutdown(fd, SHUT_WR);
     fuzzsock::drain(fd, 50);
   }
@@ -107,27 +100,28 @@ class FakeServer {
     return fuzzsock::writeAll(fd, ok.data(), ok.size());
   }
 
+  std::vector<uint8_t> script_;
   int listen_ = -1;
   UniqueId id_;
-  std::mutex mutex_;
-  std::vector<uint8_t> script_;
-  bool first_ = false;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
 };
 
-FakeServer* g_server = nullptr;
+std::array<uint8_t, 32> g_secret;
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  g_server = new FakeServer();  // never destroyed: its thread runs until the process ends
+  const std::vector<uint8_t> random = randomBytes(g_secret.size());
+  std::copy(random.begin(), random.end(), g_secret.begin());
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  g_server->begin(data, size);
+  FakeServer server(g_secret, data, size);
   try {
-    StoreClient client(g_server->id(), std::chrono::milliseconds(20));
+    StoreClient client(server.id(), std::chrono::milliseconds(20));
     client.set("key", {1, 2, 3});
     (void)client.get("key");
     (void)client.add("counter", 5);
@@ -136,6 +130,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const Error&) {
     // Refusing a bad server with an Error is the right answer; anything else is a finding.
   }
-  g_server->done();
   return 0;
 }

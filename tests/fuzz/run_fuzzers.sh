@@ -11,7 +11,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-}; seconds=${2:-}
-[[ -d $build && $seconds =~ ^[0-9]+$ ]] || { sed -n 2,10p "$0"; exit 2; }
+[[ -d $build && $seconds =~ ^[1-9][0-9]*$ ]] || { sed -n 2,10p "$0"; exit 2; }
 build=$(cd "$build" && pwd)
 out=${3:-$(mktemp -d)}
 shift $(( $# < 3 ? $# : 3 ))
@@ -20,10 +20,11 @@ if ((${#names[@]} == 0)); then
   for d in "$here"/corpus/*/; do names+=("$(basename "$d")"); done
 fi
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # each target runs in its own folder: every path must be absolute
 
 run_one() {
   local name=$1 bin="$build/tests/fuzz/fuzz_$1" work="$out/$1"
-  if [[ ! -x $bin ]]; then echo "$name: not built (skipped)"; return 0; fi
+  if [[ ! -x $bin ]]; then echo "$name: not built (skipped)"; return 3; fi
   rm -rf "$work"; mkdir -p "$work/corpus"
   cp "$here/corpus/$name"/* "$work/corpus/"
   local inputs=("$work/corpus")
@@ -45,16 +46,22 @@ run_one() {
     "$(( ${execs:-0} / (seconds > 0 ? seconds : 1) ))" "${cov:-?}" "${ft:-?}" "${corp:-?}"
 }
 
-status=0
+status=0 ran=0
 pids=()
+collect() {  # the exit status of one run_one: 0 ran clean, 3 not built, else a failure
+  local rc=0
+  wait "$1" || rc=$?
+  if ((rc == 0)); then ran=$((ran + 1)); elif ((rc != 3)); then status=1; fi
+}
 for name in "${names[@]}"; do
   run_one "$name" > "$out/$name.summary" 2>&1 &
   pids+=($!)
   if ((${#pids[@]} == 2)); then
-    wait "${pids[0]}" || status=1
+    collect "${pids[0]}"
     pids=("${pids[1]}")
   fi
 done
-for p in "${pids[@]}"; do wait "$p" || status=1; done
+for p in "${pids[@]}"; do collect "$p"; done
 for name in "${names[@]}"; do cat "$out/$name.summary"; done
+if ((ran == 0 && status == 0)); then echo "no fuzz target was built in $build"; status=1; fi
 exit $status

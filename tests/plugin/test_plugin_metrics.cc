@@ -41,8 +41,9 @@ int occurrences(const std::string& text, const std::string& needle) {
   return n;
 }
 
-/// libconflux's C API, taken from a dlopen'ed copy (RTLD_LOCAL: its symbols stay its own, as in a
-/// PyTorch extension).
+/// libconflux's C API, taken from a dlopen'ed copy. RTLD_GLOBAL, loaded after the plugin started the
+/// service: the copy then sees its own hub first in the global scope, and must still take the plugin's,
+/// which was loaded first.
 struct ConfluxLib {
   void* lib = nullptr;
   decltype(&cfxGetUniqueId) getUniqueId = nullptr;
@@ -50,7 +51,7 @@ struct ConfluxLib {
   decltype(&cfxAllReduce) allReduce = nullptr;
   decltype(&cfxCommDestroy) destroy = nullptr;
 
-  explicit ConfluxLib(const char* path) : lib(dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
+  explicit ConfluxLib(const char* path) : lib(dlopen(path, RTLD_NOW | RTLD_GLOBAL)) {
     if (lib == nullptr) return;
     getUniqueId = reinterpret_cast<decltype(getUniqueId)>(dlsym(lib, "cfxGetUniqueId"));
     initRank = reinterpret_cast<decltype(initRank)>(dlsym(lib, "cfxCommInitRank"));
@@ -63,8 +64,18 @@ struct ConfluxLib {
 }  // namespace
 
 TEST(PluginMetrics, OneServiceForEveryCopyInTheProcess) {
-  const int port = basePort();
-  ASSERT_EQ(setenv("CONFLUX_METRICS_ADDR", ("127.0.0.1:" + std::to_string(port)).c_str(), 1), 0);
+  // No launcher variables: the local rank is unknown, so the service takes the first free port from
+  // CONFLUX_METRICS_ADDR's. The first one is taken here.
+  const int base = basePort();
+  const int taken = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(base));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(taken, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(taken, 1), 0);
+  const int port = base + 1;
+  ASSERT_EQ(setenv("CONFLUX_METRICS_ADDR", ("127.0.0.1:" + std::to_string(base)).c_str(), 1), 0);
   ASSERT_EQ(setenv("CONFLUX_JOB_ID", "plugin-metrics", 1), 0);
   const std::string job = "job_id=\"plugin-metrics\"";
 
@@ -179,4 +190,5 @@ TEST(PluginMetrics, OneServiceForEveryCopyInTheProcess) {
   EXPECT_EQ(value(s, "conflux_collective_operations_total", {job, "collective=\"allreduce\""}), 1);
   EXPECT_EQ(lib.destroy(comm), cfxSuccess);
   EXPECT_EQ(bodyOf(httpGet(port, "/metrics")).find("conflux_collective_operations_total"), std::string::npos);
+  close(taken);
 }

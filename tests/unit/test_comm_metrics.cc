@@ -2,6 +2,7 @@
 // (core/metrics/sink.h): size classes, duration buckets, the bytes a call counts as, families merged
 // across sources, and the textfile path's expansion.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -116,4 +117,6 @@ TEST(MetricsService, FilePathExpandsRankAndHost) {
   EXPECT_EQ(metrics::expandPath("/var/lib/node_exporter/conflux.%r.%h.prom", 3, "n1"),
             "/var/lib/node_exporter/conflux.3.n1.prom");
   EXPECT_EQ(metrics::expandPath("a%%b%x%", 0, "h"), "a%b%x%");
+  // A process no launcher names (rank unknown) writes a file of its own, not rank 0's.
+  EXPECT_EQ(metrics::expandPath("c.%r.prom", -1, "h"), "c.pid" + std::to_string(getpid()) + ".prom");
 }
