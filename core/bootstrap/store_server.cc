@@ -306,7 +306,12 @@ void StoreServer::Impl::step(std::vector<pollfd>& fds) {
   for (auto& c : conns) {
     short events = 0;
     if (!c->out.empty()) events |= POLLOUT;
-    if (!c->frameComplete() && c->phase != Phase::Closing) events |= POLLIN;
+    // A busy connection (a parked GET, or a reply not sent yet) reads nothing until it is idle: its
+    // client's next request waits, one outstanding at a time. Polling it for input would spin on what
+    // arrived (an end of stream above all, as from a rank that died waiting) and keep it until the
+    // GET's wait ran out; only its client going away (POLLRDHUP) matters then.
+    if (c->busy()) events |= POLLRDHUP;
+    else if (!c->frameComplete() && c->phase != Phase::Closing) events |= POLLIN;
     fds.push_back({c->fd.get(), events, 0});
     if (c->phase != Phase::Ready) next = std::min(next, c->deadline);
     if (c->waiting) next = std::min(next, c->waitDeadline);
@@ -320,7 +325,7 @@ void StoreServer::Impl::step(std::vector<pollfd>& fds) {
     size_t count = conns.size();  // acceptAll appends; the new ones were pumped already
     for (size_t i = 0; i < count; ++i) {
       const pollfd& p = fds[i + 2];
-      if ((p.revents & (POLLHUP | POLLERR)) && !(p.events & POLLIN)) {
+      if ((p.revents & (POLLHUP | POLLERR | POLLRDHUP)) && !(p.events & POLLIN)) {
         drop(*conns[i], conns[i]->phase == Phase::Ready ? "" : "connection lost during authentication");
       } else if (p.revents != 0) {
         pump(*conns[i]);

@@ -1,6 +1,7 @@
 // The rendezvous store: operations, blocking GET, deadlines, concurrency, limits, and clients that do not
 // know the secret or misbehave (refused, logged, while the server keeps serving others).
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <thread>
@@ -215,6 +216,30 @@ TEST_F(BootstrapStore, MisbehavingRawClientsAreDroppedWhileOthersAreServed) {
   EXPECT_TRUE(LogCapture::contains("authentication failed", "127.0.0.1:"));
   EXPECT_TRUE(LogCapture::contains("silent for 1000 ms", "127.0.0.1:"));
   EXPECT_EQ(c->get("k"), bytes("v"));
+}
+
+// Found by tests/fuzz (fuzz_store_server): a client that goes away while its GET waits (a rank that
+// died during bootstrap) kept its connection until the wait ran out, with the server's thread spinning
+// on the end of stream meanwhile; enough of them filled the connection limit.
+TEST_F(BootstrapStore, AClientGoneWhileItsGetWaitsIsDroppedAtOnce) {
+  for (bool halfClose : {true, false}) {
+    {
+      RawClient raw(id_);
+      ASSERT_EQ(raw.authenticate(testSecret(1)), static_cast<uint8_t>(wire::Msg::AuthOk));
+      std::vector<uint8_t> get = wire::requestHead(wire::Msg::Get, "never-set", 4);
+      wire::putU32(get, 60000);  // waits a minute for the key
+      raw.send(get);
+      std::this_thread::sleep_for(50ms);
+      ASSERT_EQ(server_->connectionCount(), 1u);
+      if (halfClose) ::shutdown(raw.fd(), SHUT_WR);
+    }  // closed
+    const auto until = std::chrono::steady_clock::now() + 2s;
+    while (server_->connectionCount() > 0 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(server_->connectionCount(), 0u) << (halfClose ? "shut, then closed" : "closed");
+  }
+  auto c = client();
+  c->set("never-set", bytes("now"));
+  EXPECT_EQ(c->get("never-set"), bytes("now"));
 }
 
 TEST_F(BootstrapStore, OversizedKeysValuesAndFramesAreRejected) {
