@@ -1,5 +1,6 @@
 // Blocking loopback socket helpers for the fuzz targets that talk to a real store: bounded in time
-// (poll with a timeout), never raising SIGPIPE.
+// (poll with a timeout), never raising SIGPIPE, and carrying on through EINTR (libFuzzer's -timeout
+// watchdog sends SIGALRM every few seconds, which interrupts whatever call is blocked).
 #pragma once
 
 #include <poll.h>
@@ -7,10 +8,25 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
 namespace conflux::fuzzsock {
+
+/// Waits up to `ms` for `events` on `fd`; true when they (or an error, a hang-up) came.
+inline bool ready(int fd, short events, int ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  for (;;) {
+    pollfd p{fd, events, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    const int n = ::poll(&p, 1, left.count() > 0 ? static_cast<int>(left.count()) : 0);
+    if (n >= 0 || errno != EINTR) return n > 0;
+  }
+}
+
+/// Waits up to `ms` for `fd` to be readable.
+inline bool readable(int fd, int ms) { return ready(fd, POLLIN, ms); }
 
 /// A connected TCP socket to `addr`, or -1. Closing it resets the connection (SO_LINGER 0) instead of
 /// leaving it in TIME_WAIT: a target that connects thousands of times a second would otherwise run out
@@ -21,8 +37,15 @@ inline int connectTo(const sockaddr_storage& addr, socklen_t len) {
   const linger reset{1, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
-    ::close(fd);
-    return -1;
+    // Interrupted, the connect goes on by itself: wait for it and read how it ended.
+    int error = errno;
+    socklen_t n = sizeof error;
+    if (error != EINTR || !ready(fd, POLLOUT, 5000) || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &n) != 0 ||
+        error != 0) {
+      ::close(fd);
+      errno = error;
+      return -1;
+    }
   }
   return fd;
 }
@@ -40,11 +63,6 @@ inline bool writeAll(int fd, const void* data, size_t n) {
   return true;
 }
 
-/// Waits up to `ms` for `fd` to be readable.
-inline bool readable(int fd, int ms) {
-  pollfd p{fd, POLLIN, 0};
-  return ::poll(&p, 1, ms) > 0;
-}
 
 /// Reads exactly `n` bytes, each wait bounded by `ms`; false on a close, an error or a timeout.
 inline bool readExactly(int fd, void* data, size_t n, int ms) {

@@ -96,9 +96,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if ((data[0] & 1) != 0) {
     if (const char* why = authenticate(fd); *why != '\0') {
-      // Broken, or only slow? A second client, timed (before the harness reset its connections, TIME_WAIT
-      // exhausted loopback's ports and a greeting could wait seconds: docs/fuzzing.md); a server that
-      // fails both is a finding.
+      // Broken, or only unlucky? A second client, timed; a server that fails both is a finding. (Before
+      // the harness carried on through EINTR and reset its connections, libFuzzer's SIGALRM and
+      // TIME_WAIT made false findings here: docs/fuzzing.md.)
       const auto t0 = std::chrono::steady_clock::now();
       ::close(fd);
       fd = fuzzsock::connectTo(g_id.addr, g_id.addrLen);
