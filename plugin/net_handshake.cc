@@ -1,39 +1,39 @@
 #include "plugin/net_handshake.h"
 
 namespace conflux::plugin {
+namespace {
+
+/// Why a length of `n` read from a peer, for an array of `capacity` bytes, cannot be used ("" if it can).
+std::string lengthOutside(const char* what, uint32_t n, size_t capacity) {
+  if (n != 0 && n <= capacity) return {};
+  return std::string("its ") + what + " length " + std::to_string(n) + " is outside 1.." + std::to_string(capacity);
+}
+
+std::string sizeDiffers(size_t received, size_t expected) {
+  if (received == expected) return {};
+  return "it has " + std::to_string(received) + " bytes, not " + std::to_string(expected);
+}
+
+constexpr const char* kNotOurs = "its magic is not Conflux's (a peer of another Conflux version?)";
+
+}  // namespace
 
 std::string checkHandle(const ListenHandle& h) {
   if (h.magic != kHandleMagic) return "its magic is not Conflux's (a handle no Conflux listen wrote, or another version's)";
-  if (h.addressBytes == 0 || h.addressBytes > sizeof h.address) {
-    return "its address length " + std::to_string(h.addressBytes) + " is outside 1.." + std::to_string(sizeof h.address);
-  }
-  return {};
+  return lengthOutside("address", h.addressBytes, sizeof h.address);
 }
 
 std::string checkConnect(const ConnectMessage& m, size_t received) {
-  if (received != sizeof m) {
-    return "it has " + std::to_string(received) + " bytes, not " + std::to_string(sizeof m);
-  }
-  if (m.magic != kHandleMagic) return "its magic is not Conflux's (a peer of another Conflux version?)";
-  if (m.addressBytes == 0 || m.addressBytes > sizeof m.address) {
-    return "its address length " + std::to_string(m.addressBytes) + " is outside 1.." + std::to_string(sizeof m.address);
-  }
-  if (m.dataAddressBytes == 0 || m.dataAddressBytes > sizeof m.dataAddress) {
-    return "its data address length " + std::to_string(m.dataAddressBytes) + " is outside 1.." +
-           std::to_string(sizeof m.dataAddress);
-  }
-  return {};
+  if (std::string why = sizeDiffers(received, sizeof m); !why.empty()) return why;
+  if (m.magic != kHandleMagic) return kNotOurs;
+  if (std::string why = lengthOutside("address", m.addressBytes, sizeof m.address); !why.empty()) return why;
+  return lengthOutside("data address", m.dataAddressBytes, sizeof m.dataAddress);
 }
 
 std::string checkAccept(const AcceptMessage& m, size_t received) {
-  if (received != sizeof m) {
-    return "it has " + std::to_string(received) + " bytes, not " + std::to_string(sizeof m);
-  }
-  if (m.magic != kHandleMagic) return "its magic is not Conflux's (a peer of another Conflux version?)";
-  if (m.addressBytes == 0 || m.addressBytes > sizeof m.address) {
-    return "its address length " + std::to_string(m.addressBytes) + " is outside 1.." + std::to_string(sizeof m.address);
-  }
-  return {};
+  if (std::string why = sizeDiffers(received, sizeof m); !why.empty()) return why;
+  if (m.magic != kHandleMagic) return kNotOurs;
+  return lengthOutside("address", m.addressBytes, sizeof m.address);
 }
 
 }  // namespace conflux::plugin

@@ -133,7 +133,8 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   // Metrics (src/comm_metrics.h): the first communicator of the process starts the service and names
   // the process (its rank, local rank and host label every sample). Started here, before any other
   // rank waits on this one, so that a malformed address fails init at once; counted from below.
-  const bool metricsOn = metrics::start(metrics::identityFromLauncher(rank_, localRank_));
+  // The identity (launcher variables, the host name) is read only when metrics are asked for.
+  const bool metricsOn = metrics::requested() && metrics::start(metrics::identityFromLauncher(rank_, localRank_));
 
   // Shared memory among the ranks of this node.
   shm::ShmConfig cfg;

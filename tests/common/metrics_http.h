@@ -9,7 +9,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -71,6 +73,15 @@ inline std::string httpGet(int port, const std::string& path) {
   }
   close(fd);
   return out;
+}
+
+/// The whole of a text file (a metrics textfile), or nullopt when it cannot be read.
+inline std::optional<std::string> fileText(const std::string& path) {
+  std::ifstream in(path);
+  if (!in.good()) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 /// Samples of the exposition: "name{labels}" -> value (labels as written).

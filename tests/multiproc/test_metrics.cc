@@ -150,11 +150,9 @@ TEST(Metrics, RailsCountTheNetworkBytes) {
   }, opts);
   EXPECT_TRUE(allSucceeded(out));
   for (int r = 0; r < 2; ++r) {
-    std::ifstream in(dir / ("conflux." + std::to_string(r) + ".prom"));
-    ASSERT_TRUE(in.good()) << "no file for rank " << r;
-    std::stringstream text;
-    text << in.rdbuf();
-    const auto s = samples(text.str());
+    const std::optional<std::string> text = fileText(dir / ("conflux." + std::to_string(r) + ".prom"));
+    ASSERT_TRUE(text.has_value()) << "no file for rank " << r;
+    const auto s = samples(*text);
     const std::vector<std::string> remote = {"transport=\"ofi\"", "peer=\"remote\""};
     EXPECT_EQ(value(s, "conflux_transport_sent_bytes_total", remote), 3 * (1 << 20));
     EXPECT_EQ(value(s, "conflux_transport_received_bytes_total", remote), 3 * (1 << 20));
@@ -164,7 +162,7 @@ TEST(Metrics, RailsCountTheNetworkBytes) {
     EXPECT_GE(nicSent, 3 * (1 << 20));
     EXPECT_LT(nicSent, 2 * 3 * (1 << 20));
     EXPECT_GE(value(s, "conflux_nic_received_bytes_total", {"rail=\"0\""}), 3 * (1 << 20));
-    EXPECT_EQ(text.str().find("nic=\"\""), std::string::npos) << "a rail without its NIC's name";
+    EXPECT_EQ(text->find("nic=\"\""), std::string::npos) << "a rail without its NIC's name";
   }
   fs::remove_all(dir);
 }
@@ -187,11 +185,9 @@ TEST(Metrics, FileIsWrittenAtDestroyAndErrorsAreCounted) {
   }, opts);
   EXPECT_TRUE(allSucceeded(out));
   for (int r = 0; r < 2; ++r) {
-    std::ifstream in(dir / ("conflux." + std::to_string(r) + ".prom"));
-    ASSERT_TRUE(in.good()) << "no file for rank " << r;
-    std::stringstream text;
-    text << in.rdbuf();
-    const auto s = samples(text.str());
+    const std::optional<std::string> text = fileText(dir / ("conflux." + std::to_string(r) + ".prom"));
+    ASSERT_TRUE(text.has_value()) << "no file for rank " << r;
+    const auto s = samples(*text);
     EXPECT_EQ(value(s, "conflux_collective_operations_total", {"collective=\"allgather\""}), 4);
     EXPECT_EQ(value(s, "conflux_collective_bytes_total", {"collective=\"allgather\""}), 4 * 8192);
     EXPECT_GE(value(s, "conflux_collective_errors_total", {"kind=\"invalid_usage\""}), 1);
