@@ -1,5 +1,6 @@
 // The C ABI of communicators: unique ids, init (by rank, from a launcher's environment), split and group
 // creation, destroy, abort, asynchronous errors and the rank queries.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -153,6 +154,45 @@ cfxResult_t cfxCommCreateGroup(cfxComm_t comm, int nranks, const int* ranks, cfx
     if (Status s = readConfig(config, options, &share); !s) return s;
     auto c = std::make_unique<cfxComm>();
     c->impl = comm->impl->createGroup(members, options, share == 1);
+    *newcomm = c.release();
+    return Status::ok();
+  }, comm);
+}
+
+cfxResult_t cfxCommShrink(cfxComm_t comm, const int* excludeRanks, int excludeCount, cfxComm_t* newcomm,
+                          const cfxConfig_t* config) {
+  if (newcomm != nullptr) *newcomm = nullptr;
+  return guarded("cfxCommShrink", [&]() -> Status {
+    if (Status s = checkComm(comm); !s) return s;
+    if (newcomm == nullptr) return Status(Code::InvalidArgument, "newcomm is NULL");
+    const int size = comm->impl->nranks(), me = comm->impl->rank();
+    if (excludeCount < 0 || excludeCount >= size) {
+      return Status(Code::InvalidArgument, "excludeCount: " + std::to_string(excludeCount) + " must be 0.." +
+                                               std::to_string(size - 1) + " (at least the caller survives)");
+    }
+    if (excludeRanks == nullptr && excludeCount > 0) return Status(Code::InvalidArgument, "excludeRanks is NULL");
+    std::vector<int> excluded(excludeRanks, excludeRanks + excludeCount);
+    for (int i = 0; i < excludeCount; ++i) {
+      const int r = excluded[static_cast<size_t>(i)];
+      if (r < 0 || r >= size) {
+        return Status(Code::InvalidArgument, "excludeRanks[" + std::to_string(i) + "]: " + std::to_string(r) +
+                                                 " is not a rank of comm (" + std::to_string(size) + " ranks)");
+      }
+      if (r == me) {
+        return Status(Code::InvalidArgument, "excludeRanks[" + std::to_string(i) + "]: the calling rank " +
+                                                 std::to_string(me) + " is excluded (excluded ranks do not call it)");
+      }
+    }
+    std::sort(excluded.begin(), excluded.end());
+    if (auto dup = std::adjacent_find(excluded.begin(), excluded.end()); dup != excluded.end()) {
+      return Status(Code::InvalidArgument, "excludeRanks: rank " + std::to_string(*dup) + " is listed twice");
+    }
+    if (group::active()) return Status(Code::InvalidUsage, "cfxCommShrink cannot be called inside a group");
+    CommOptions options;
+    int share = 1;
+    if (Status s = readConfig(config, options, &share); !s) return s;
+    auto c = std::make_unique<cfxComm>();
+    c->impl = comm->impl->shrink(excluded, options, share == 1);
     *newcomm = c.release();
     return Status::ok();
   }, comm);

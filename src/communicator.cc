@@ -32,6 +32,7 @@ namespace {
 struct PeerInfo {
   char hostId[240];
   char machineId[64];  // the kernel: simulated nodes on one machine share its CPUs
+  sockaddr_storage recovery;  // this rank's recovery point (src/recovery_point.h); family 0: none
 };
 
 std::vector<uint8_t> toBytes(const PeerInfo& info) {
@@ -90,16 +91,20 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   auto client = std::make_unique<bootstrap::StoreClient>(id, std::chrono::milliseconds(timeoutMs));
   bootstrap::Bootstrap boot(std::move(client), rank, nranks, "comm");
 
-  // Who is where.
+  // Who is where, and where each rank's recovery point listens.
+  recovery_ = RecoveryPoint::open(id);
   PeerInfo mine{};
+  mine.recovery = recovery_.address();
   std::string host = hostIdentity();
   std::strncpy(mine.hostId, host.c_str(), sizeof mine.hostId - 1);
   std::strncpy(mine.machineId, machineIdentity().c_str(), sizeof mine.machineId - 1);
   std::vector<uint8_t> all = boot.allGather(toBytes(mine));
   std::vector<std::string> hosts(nranks);
+  recoveryPoints_.resize(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
     PeerInfo p;
     std::memcpy(&p, all.data() + r * sizeof(PeerInfo), sizeof p);
+    recoveryPoints_[static_cast<size_t>(r)] = p.recovery;
     p.hostId[sizeof p.hostId - 1] = '\0';
     p.machineId[sizeof p.machineId - 1] = '\0';
     hosts[r] = p.hostId;

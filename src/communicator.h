@@ -23,6 +23,7 @@
 #include "src/direct_call.h"
 #include "src/flight_recorder.h"
 #include "src/recent_buffers.h"
+#include "src/recovery_point.h"
 #include "transport/shm/shm_world.h"
 
 namespace conflux {
@@ -97,6 +98,13 @@ class CommunicatorImpl {
   /// others over this one (point to point), then all join it (collective over `members`, distinct ranks of
   /// this communicator, this one among them, in the new rank order). `share` as in split. Throws Error.
   std::unique_ptr<CommunicatorImpl> createGroup(const std::vector<int>& members, CommOptions options, bool share);
+
+  /// cfxCommShrink on this rank, a survivor: every rank of this communicator that is not in `excluded`
+  /// (ascending, distinct, this rank not among them) calls it with the same list; they meet at the
+  /// recovery point of the lowest of them (src/recovery_point.h), not over this communicator, so this
+  /// works when this communicator has failed. The new communicator ranks the survivors in their order
+  /// here; `share` as in split. This communicator is left as it is. Throws Error.
+  std::unique_ptr<CommunicatorImpl> shrink(const std::vector<int>& excluded, CommOptions options, bool share);
 
   /// The configured name ("" when none).
   const std::string& name() const { return name_; }
@@ -203,6 +211,8 @@ class CommunicatorImpl {
   Selector selector_;
   CommShape shape_;
   std::shared_ptr<const NodeLayout> nodeLayout_;  ///< ranks of each node
+  RecoveryPoint recovery_;                        ///< this rank's, for cfxCommShrink
+  std::vector<sockaddr_storage> recoveryPoints_;  ///< every rank's recovery point address
   int ranksOnMachine_ = 0;  ///< ranks (this one included) running on this machine's kernel, any node
 
   std::mutex mutex_;                 // one call at a time

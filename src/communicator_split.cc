@@ -1,5 +1,6 @@
 // Communicators made from another: cfxCommSplit (collective over the parent), cfxCommCreateGroup
-// (collective over the members); a child may share its parent's network (transport::Network::shareWith).
+// (collective over the members), cfxCommShrink (collective over the survivors, met at a recovery point,
+// not over the parent); a child may share its parent's network (transport::Network::shareWith).
 #include <algorithm>
 #include <cstring>
 
@@ -84,6 +85,40 @@ std::unique_ptr<CommunicatorImpl> CommunicatorImpl::createGroup(const std::vecto
   if (members.front() != rank_) id = bootstrap::decode(wire);
   CFX_INFO(kInit, "rank %d: creating a group of %zu ranks", rank_, members.size());
   return joinChild(members, id, std::move(server), std::move(options), share);
+}
+
+std::unique_ptr<CommunicatorImpl> CommunicatorImpl::shrink(const std::vector<int>& excluded, CommOptions options,
+                                                           bool share) {
+  std::vector<int> members;
+  for (int r = 0; r < nranks_; ++r) {
+    if (!std::binary_search(excluded.begin(), excluded.end(), r)) members.push_back(r);
+  }
+  const int leader = members.front();
+  std::string survivors;
+  for (int r : members) {
+    if (!survivors.empty()) survivors += ',';
+    survivors += std::to_string(r);
+  }
+  const std::string where = "cfxCommShrink: the survivors (ranks " + survivors + ") meeting at rank " +
+                            std::to_string(leader) + "'s recovery point";
+  const sockaddr_storage& at = recoveryPoints_[static_cast<size_t>(leader)];
+  if (at.ss_family == AF_UNSPEC) {
+    throw Error(Code::SystemError, where + ": rank " + std::to_string(leader) + " could not bind one at init (see its log)");
+  }
+  const bootstrap::UniqueId id = recovery_.shrinkId(at, excluded);
+  std::shared_ptr<bootstrap::StoreServer> server;
+  if (leader == rank_) server = recovery_.serveShrink(excluded);
+  CFX_INFO(kInit, "rank %d: shrinking %d ranks to %zu (ranks %s) at %s", rank_, nranks_, members.size(), survivors.c_str(),
+           bootstrap::describe(id).c_str());
+  // The parent may have failed: its cost model and network are still good (a shared view of the network
+  // sends in a tag space of its own, so nothing of the failed call reaches the new communicator).
+  try {
+    return joinChild(members, id, std::move(server), std::move(options), share);
+  } catch (const Error& e) {
+    throw Error(e.code(), where + " " + bootstrap::describe(id) + ": " + e.what() +
+                              " (every survivor calls cfxCommShrink with the same excludeRanks; a survivor that "
+                              "failed too must be excluded)");
+  }
 }
 
 std::unique_ptr<CommunicatorImpl> CommunicatorImpl::joinChild(const std::vector<int>& members,

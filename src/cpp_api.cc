@@ -164,6 +164,16 @@ Communicator Communicator::createGroup(std::span<const int> ranks, const Config&
   return Communicator(std::move(impl));
 }
 
+Communicator Communicator::shrink(std::span<const int> excludeRanks, const Config& config) {
+  const cfxConfig_t c = toCfxConfig(config);
+  auto impl = std::make_unique<Impl>();
+  // In issue order with this communicator's asynchronous calls (which fail at once after an error).
+  impl_->submit([&] {
+    return cfxCommShrink(impl_->comm, excludeRanks.data(), static_cast<int>(excludeRanks.size()), &impl->comm, &c);
+  }, false).wait();
+  return Communicator(std::move(impl));
+}
+
 void Communicator::ordered(const std::function<cfxResult_t(cfxComm_t)>& fn) {
   cfxComm_t c = impl_->comm;
   impl_->submit([&fn, c] { return fn(c); }, false).wait();

@@ -348,12 +348,18 @@ StoreServer::StoreServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 std::shared_ptr<StoreServer> StoreServer::start(const std::string& bindHost, uint16_t port,
                                                 const std::array<uint8_t, 32>& secret,
                                                 const StoreServerOptions& options) {
+  SockAddr addr = resolveAddress(bindHost, port);  // numeric wildcards ("0.0.0.0", "::") resolve too
+  return serveOn(listenOn(addr, 512), secret, options);
+}
+
+std::shared_ptr<StoreServer> StoreServer::serveOn(Fd listening, const std::array<uint8_t, 32>& secret,
+                                                  const StoreServerOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->secret = secret;
   impl->options = options;
   impl->table = KvTable(options.maxStoredBytes);
-  SockAddr addr = resolveAddress(bindHost, port);  // numeric wildcards ("0.0.0.0", "::") resolve too
-  impl->listenFd = listenOn(addr, 512);
+  makeNonBlocking(listening.get());
+  impl->listenFd = std::move(listening);
   socklen_t len = sizeof impl->bound;
   if (getsockname(impl->listenFd.get(), reinterpret_cast<sockaddr*>(&impl->bound), &len) != 0) {
     throwSystemError("bootstrap: getsockname");

@@ -40,6 +40,11 @@ class StoreServer {
                                             const std::array<uint8_t, 32>& secret,
                                             const StoreServerOptions& options = StoreServerOptions());
 
+  /// Starts serving, as start() does, on @p listening: a socket already bound and listening, which the
+  /// server owns from now on (made non-blocking). Throws Error(SystemError).
+  static std::shared_ptr<StoreServer> serveOn(Fd listening, const std::array<uint8_t, 32>& secret,
+                                              const StoreServerOptions& options = StoreServerOptions());
+
   /// Starts a store for a new job on an ephemeral port with a fresh random secret, bound to
   /// pickBindHost(@p allLocal). Its uniqueId() is what cfxGetUniqueId hands out.
   static std::shared_ptr<StoreServer> startForNewJob(bool allLocal);

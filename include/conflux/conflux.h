@@ -103,7 +103,7 @@ typedef struct cfxComm* cfxComm_t;
 /// "Not set" for the integer fields of cfxConfig_t: the environment's value (or the default) applies.
 #define CFX_CONFIG_UNDEF_INT (-2147483647 - 1)
 
-/// Per-communicator settings for cfxCommInitRankConfig and cfxCommSplit. Start from
+/// Per-communicator settings for cfxCommInitRankConfig, cfxCommSplit and cfxCommShrink. Start from
 /// CFX_CONFIG_INITIALIZER and set only what you need; unset fields take the CONFLUX_* environment
 /// variables (docs/environment.md) or their defaults.
 typedef struct {
@@ -116,7 +116,7 @@ typedef struct {
   /// A name for the communicator, shown in its log lines and error messages (at most 63 characters
   /// are kept); NULL: none. The string is copied.
   const char* commName;
-  /// cfxCommSplit only: 1 (the default) lets a child that spans nodes share the parent's resources: it
+  /// cfxCommSplit, cfxCommCreateGroup and cfxCommShrink only: 1 (the default) lets a child that spans nodes share the parent's resources: it
   /// sends through the parent's network endpoints (no new endpoint, no address exchange) and takes the
   /// parent's measured network costs. 0 opens endpoints of its own and measures afresh.
   /// CFX_CONFIG_UNDEF_INT: 1.
@@ -185,6 +185,23 @@ CFX_API cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* 
 /// @p config as in cfxCommSplit (splitShare included). Must not be called inside a group.
 CFX_API cfxResult_t cfxCommCreateGroup(cfxComm_t comm, int nranks, const int* ranks, cfxComm_t* newcomm,
                                        const cfxConfig_t* config);
+
+/// Makes a communicator of the ranks of @p comm that are not in @p excludeRanks, to carry on after ranks
+/// failed, as ncclCommShrink (NCCL 2.27) and MPI_Comm_shrink (MPI ULFM) do. Collective over the
+/// survivors: every rank of @p comm not listed calls it, each with the same @p excludeCount distinct
+/// ranks (in any order; @p excludeRanks may be NULL when the count is 0); the excluded ranks do not call
+/// it. The survivors keep their order: a survivor's new rank is the number of survivors below it.
+///
+/// They meet at the lowest survivor's recovery point (a socket each rank bound at init), not over
+/// @p comm, so shrinking works when @p comm has failed: a peer died or stopped, a call timed out or was
+/// aborted. It blocks until every survivor has called it, or fails after the timeout, naming the ranks
+/// missing; survivors that pass different lists cannot join each other. The new communicator keeps
+/// @p comm's host identities and measured network costs and, with config->splitShare (the default),
+/// sends through @p comm's network endpoints in a tag space of its own; shared memory among the
+/// survivors of each node is set up afresh. @p comm is left as it is (destroy it: cfxCommDestroy is safe
+/// after an error). @p config as in cfxCommSplit. Must not be called inside a group.
+CFX_API cfxResult_t cfxCommShrink(cfxComm_t comm, const int* excludeRanks, int excludeCount, cfxComm_t* newcomm,
+                                  const cfxConfig_t* config);
 
 /// Creates a communicator from the launcher's environment: Open MPI / PMI / PMIx, Slurm, or torchrun-style
 /// variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). See docs/environment.md for the order in which

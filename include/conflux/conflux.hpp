@@ -85,7 +85,7 @@ struct Config {
   int timeoutMs = 0;
   /// Shown in log lines and error messages; empty: none.
   std::string name;
-  /// Split and group children only: send through the parent's network endpoints and take its measured
+  /// Split, group and shrink children only: send through the parent's network endpoints and take its measured
   /// costs (cfxConfig_t::splitShare); false opens endpoints of the child's own.
   bool splitShare = true;
 };
@@ -124,6 +124,10 @@ class CFX_API Communicator {
   /// Makes a communicator of the ranks @p ranks of this one, in that order (as cfxCommCreateGroup):
   /// called by those ranks only, each passing the same list.
   Communicator createGroup(std::span<const int> ranks, const Config& config = {});
+  /// Makes a communicator of this one's ranks less @p excludeRanks, to carry on after they failed (as
+  /// cfxCommShrink): called by every other rank, each passing the same ranks; works on a communicator
+  /// that has failed. This one is left as it is.
+  Communicator shrink(std::span<const int> excludeRanks, const Config& config = {});
   ~Communicator();
   Communicator(Communicator&&) noexcept;
   Communicator& operator=(Communicator&&) noexcept;
