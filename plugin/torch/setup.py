@@ -73,6 +73,16 @@ def _has_cuda(lib_dir):
 
 INCLUDE, LIB = _library()
 
+
+def _torch_has_shrink():
+    """Whether this torch's c10d::Backend declares shrink (torch.distributed.shrink_group, 2.10 and later)."""
+    for d in cpp_extension.include_paths():
+        header = Path(d) / "torch" / "csrc" / "distributed" / "c10d" / "Backend.hpp"
+        if header.exists():
+            return "supportsShrinking" in header.read_text()
+    return False
+
+
 CUDA = bool(torch.version.cuda) and cpp_extension.CUDA_HOME is not None and _has_cuda(LIB)
 Extension = cpp_extension.CUDAExtension if CUDA else cpp_extension.CppExtension
 SOURCES = sorted(str(p.relative_to(HERE)) for p in (HERE / "csrc").glob("*.cc"))
@@ -101,7 +111,8 @@ setup(
             include_dirs=[str(INCLUDE), str(HERE / "csrc")],
             library_dirs=[str(LIB)],
             libraries=["conflux"],
-            define_macros=[("CONFLUX_TORCH_CUDA", "1" if CUDA else "0")],
+            define_macros=[("CONFLUX_TORCH_CUDA", "1" if CUDA else "0"),
+                           ("CONFLUX_TORCH_HAS_SHRINK", "1" if _torch_has_shrink() else "0")],
             extra_compile_args={"cxx": ["-O2", "-Wall", "-Wextra", "-Wno-missing-field-initializers", "-Werror", *SYSTEM_INCLUDES]},
             extra_link_args=["-Wl,-rpath,$ORIGIN/lib"],
         )

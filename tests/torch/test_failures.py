@@ -1,7 +1,8 @@
 """Failures through the conflux backend: a killed rank, a stopped rank and a rank that never calls become a
 torch.distributed.DistBackendError on every other rank within the timeout, naming the rank; work.wait(timeout)
 gives up on time and aborts; destroy_process_group() afterwards is clean (a new group works in the same
-processes) and no shared memory is left behind.
+processes) and no shared memory is left behind. After a killed rank, the survivors shrink the group
+(torch.distributed.shrink_group) and carry on.
 
 Run: python tests/torch/test_failures.py
 """
@@ -75,6 +76,36 @@ def killed(rank, world, path):
     regroup(rank, world - 1, path)
 
 
+def shrunk(rank, world):
+    """Rank 1 is killed; the survivors shrink the default group (torch.distributed.shrink_group) and go on."""
+    import torch.distributed as dist
+
+    dist.all_reduce(torch.ones(1 << 16))
+    if rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.5)
+    expect_backend_error(lambda: dist.all_reduce(torch.ones(1 << 16)), ["rank 1"], 15, "killed rank")
+    t0 = time.monotonic()
+    from torch.distributed.distributed_c10d import SHRINK_ABORT
+
+    dist.shrink_group([1], shrink_flags=SHRINK_ABORT)
+    if time.monotonic() - t0 > 10:
+        raise AssertionError("shrink_group took more than 10 s")
+    survivors = [r for r in range(world) if r != 1]
+    if dist.get_world_size() != world - 1 or dist.get_rank() != survivors.index(rank):
+        raise AssertionError(f"after the shrink: rank {dist.get_rank()} of {dist.get_world_size()}")
+    for n in (8, 1 << 18):  # small (eager) and large (a plan)
+        t = torch.full((n,), float(rank))
+        dist.all_reduce(t)
+        if t[0].item() != sum(survivors) or t[-1].item() != sum(survivors):
+            raise AssertionError(f"all_reduce of {n} after the shrink: {t[0].item()}, want {sum(survivors)}")
+    out = [torch.zeros(3, dtype=torch.int64) for _ in survivors]
+    dist.all_gather(out, torch.full((3,), rank, dtype=torch.int64))
+    if [o[0].item() for o in out] != survivors:
+        raise AssertionError(f"all_gather after the shrink: {[o[0].item() for o in out]}")
+    dist.barrier()
+
+
 def stopped(rank, world, sig):
     import torch.distributed as dist
 
@@ -108,6 +139,14 @@ class Failures(unittest.TestCase):
         before = conflux_segments()
         with tempfile.TemporaryDirectory() as tmp:
             run_ranks(3, killed, os.path.join(tmp, "regroup"), expect_dead={2}, timeout=120)
+        time.sleep(1)
+        left = conflux_segments() - before
+        self.assertFalse(left, f"shared memory left behind: {left}")
+
+    @unittest.skipUnless(hasattr(torch.distributed, "shrink_group"), "this torch has no shrink_group")
+    def test_shrink_after_a_killed_rank(self):
+        before = conflux_segments()
+        run_ranks(4, shrunk, expect_dead={1}, timeout=120)
         time.sleep(1)
         left = conflux_segments() - before
         self.assertFalse(left, f"shared memory left behind: {left}")

@@ -210,6 +210,43 @@ c10::intrusive_ptr<c10d::Backend> ProcessGroupConflux::split(const c10::intrusiv
                                                   static_cast<int>(ranks.size()), timeout, name, std::move(global));
 }
 
+#if CONFLUX_TORCH_HAS_SHRINK
+c10::intrusive_ptr<c10d::Backend> ProcessGroupConflux::shrink(const std::vector<int64_t>& excluded, int flags,
+                                                              const c10::intrusive_ptr<Options>& opts) {
+  constexpr int kShrinkAbort = 1;  // torch.distributed.SHRINK_ABORT
+  std::vector<int> gone;
+  for (int64_t r : excluded) {
+    TORCH_CHECK(r >= 0 && r < size_, "conflux: shrink: rank ", r, " is not a rank of process group '", groupName_, "'");
+    gone.push_back(static_cast<int>(r));
+  }
+  std::vector<uint64_t> global;
+  int newRank = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (std::find(gone.begin(), gone.end(), r) != gone.end()) continue;
+    if (r < rank_) ++newRank;
+    global.push_back(globalRanks_.empty() ? static_cast<uint64_t>(r) : globalRanks_.at(static_cast<size_t>(r)));
+  }
+  const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
+  const std::string name = opts && !opts->group_name.empty() ? opts->group_name : groupName_;
+  TORCH_CHECK(handle_->comm != nullptr, "conflux: shrink of a process group that was shut down");
+  if (flags & kShrinkAbort) handle_->abort();  // queued calls then fail at once, and the queue drains
+  const cfxConfig_t cfg = configFor(timeout, name);
+  cfxComm_t comm = nullptr;
+  cfxResult_t r = cfxSuccess;
+  std::string error;
+  queue_->runInline([&] {
+    r = cfxCommShrink(handle_->comm, gone.data(), static_cast<int>(gone.size()), &comm, &cfg);
+    if (r != cfxSuccess) error = cfxGetLastError(handle_->comm);
+  });
+  if (r != cfxSuccess) {
+    C10_THROW_ERROR(DistBackendError, std::string("conflux: shrinking process group '") + groupName_ + "' failed (" +
+                                          cfxGetErrorString(r) + "): " + error);
+  }
+  return c10::make_intrusive<ProcessGroupConflux>(comm, newRank, static_cast<int>(global.size()), timeout, name,
+                                                  std::move(global));
+}
+#endif
+
 void ProcessGroupConflux::performNocolorSplit(at::Device /*device*/) {
   // Members of a new group split from this one meet among themselves (see split): nothing to do here.
 }

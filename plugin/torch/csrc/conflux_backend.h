@@ -49,6 +49,15 @@ class ProcessGroupConflux : public c10d::Backend {
   /// this group's calls (so it sends through this group's network endpoints, where it spans nodes).
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
                                           const c10::intrusive_ptr<Options>& opts) override;
+#if CONFLUX_TORCH_HAS_SHRINK
+  bool supportsShrinking() const override { return true; }
+  /// torch.distributed.shrink_group: called by every rank of this group that is not in `excluded` (ranks
+  /// of this group), each with the same list, also after this group failed (a rank died or stalled):
+  /// cfxCommShrink. SHRINK_ABORT aborts this group's calls first (a call blocked on a dead peer returns
+  /// at once instead of at the timeout); SHRINK_DEFAULT runs in order behind them.
+  c10::intrusive_ptr<c10d::Backend> shrink(const std::vector<int64_t>& excluded, int flags,
+                                           const c10::intrusive_ptr<Options>& opts) override;
+#endif
   /// new_group with a bound device: what torch asks of a rank outside the new group (nothing to do).
   void performNocolorSplit(at::Device device);
 
