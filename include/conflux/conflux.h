@@ -5,6 +5,22 @@
 ///
 /// Host buffers complete before the call returns (the `stream` argument must be NULL for them). Every
 /// buffer's memory space is detected per call, so CUDA device buffers slot in without API changes.
+///
+/// Threads (tests/multiproc/test_threads.cc checks each point, also under ThreadSanitizer):
+/// - Different communicators may be used from different threads at the same time, a communicator and its
+///   split or shrunk children (which may share network endpoints) included.
+/// - Calls on one communicator from several threads are safe: they run one at a time, in the order they
+///   take the communicator's lock. Collectives must come in the same order on every rank, so threads that
+///   share a communicator must order their calls themselves (as with NCCL).
+/// - cfxCommAbort, cfxCommGetAsyncError, cfxCommCount, cfxCommUserRank and cfxCommLocalRank may be called
+///   from any thread at any time while the communicator exists, also while another thread is blocked in a
+///   call on it (cfxCommAbort then makes that call return).
+/// - cfxCommDestroy is the last call on a communicator: no other thread may be in, or about to make, a
+///   call on it.
+/// - A group (cfxGroupStart .. cfxGroupEnd) collects the calls of the thread that started it only, and
+///   the last error (cfxGetLastError) is per thread.
+/// - cfxGetUniqueId, cfxCommInitRank and the other calls that make communicators may run on several
+///   threads at once (for different communicators).
 #ifndef CONFLUX_CONFLUX_H
 #define CONFLUX_CONFLUX_H
 

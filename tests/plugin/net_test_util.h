@@ -2,6 +2,7 @@
 // and the NCCL-style loops that retry a NULL request and poll test() until done, each bounded by 30 s.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
@@ -12,7 +13,7 @@
 
 namespace conflux::plugintest {
 
-inline int warnings = 0;                // warnings the plugin logged in this process
+inline std::atomic<int> warnings{0};    // warnings the plugin logged in this process (any thread)
 inline const char* phase = "setup";     // named in the loops' failures
 
 inline void countingLogger(int level, unsigned long, const char*, int, const char* fmt, ...) {

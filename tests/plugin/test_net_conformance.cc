@@ -83,7 +83,7 @@ void closeAndCheckFds(Side& s) {
   PT_CHECK(s.net->finalize() == 0);
   const int fds = openFds();
   PT_CHECK(fds == s.baselineFds, "%d descriptors open after close, %d before listen/connect", fds, s.baselineFds);
-  PT_CHECK(warnings == 0, "%d warnings logged", warnings);
+  PT_CHECK(warnings == 0, "%d warnings logged", warnings.load());
 }
 
 void receiver(int version, Channel& ch) {

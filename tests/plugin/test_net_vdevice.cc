@@ -93,7 +93,7 @@ Opened openVirtual(int version) {
 void finish(Opened& o) {
   PT_CHECK(o.net->finalize() == 0);
   PT_CHECK(openFds() == o.baselineFds, "descriptors open after close: %d, before: %d", openFds(), o.baselineFds);
-  PT_CHECK(warnings == 0, "%d warnings logged", warnings);
+  PT_CHECK(warnings == 0, "%d warnings logged", warnings.load());
 }
 
 void receiver(int version, Channel& ch) {
