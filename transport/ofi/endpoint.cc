@@ -1,16 +1,22 @@
 #include "transport/ofi/endpoint.h"
 
+#include "transport/ofi/cq_drain.h"
+
 #include <rdma/fi_errno.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_tagged.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "core/log.h"
+#include "transport/ofi/cq_drain.h"
 #include "transport/ofi/memory.h"
 #include "transport/ofi/tags.h"
 
@@ -108,20 +114,52 @@ std::vector<Parked>* parked = new std::vector<Parked>();  // never destroyed, on
 
 }  // namespace
 
-Rail::~Rail() {
-  abortAll(Status(Code::Aborted, "ofi: transport closed"));
-  bool posted = false;
-  for (const Slot& slot : slots_) posted |= static_cast<bool>(slot.op);
-  if (!posted) return;  // members close in reverse order: MRs, endpoint, AV, CQ, domain, fabric
-  // Operations are still posted (a call failed on a broken link or a dead peer): closing an rxm endpoint
-  // then crashed inside libfabric 1.17 (about one Netns.fault_link_down run in six), cancelled or not.
-  // The endpoint and everything it depends on are parked instead; a communicator that failed this way is
-  // being torn down, and the process releases them when it exits.
-  // Cancelled receives leave the provider's match list, so nothing is written into the caller's buffers
-  // later; progress is manual, so nothing runs on the parked objects unless someone calls into them.
+bool Rail::anyPosted() const {
+  return std::any_of(slots_.begin(), slots_.end(), [](const Slot& slot) { return static_cast<bool>(slot.op); });
+}
+
+bool Rail::cancelAndDrain(std::chrono::milliseconds limit) {
   for (Slot& slot : slots_) {
     if (slot.op) fi_cancel(&ep_->fid, &slot);
   }
+  // Each cancelled operation completes (FI_ECANCELED) or finishes on its own; either frees its slot. Its
+  // operation already failed (abortAll), so nothing more is told to it.
+  auto release = [&](void* context) {
+    auto* slot = static_cast<Slot*>(context);
+    if (slot == nullptr || !slot->op) return;
+    const int dir = slot->op->send ? 1 : 0;
+    --posted_[dir];
+    --peers_[size_t(slot->op->peer)].posted[dir];
+    putSlot(slot);
+  };
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (anyPosted() && std::chrono::steady_clock::now() < until) {
+    bool broken = false;
+    const int n = drainCompletions(
+        cq_.get(), [&](const fi_cq_tagged_entry& e) { release(e.op_context); },
+        [&] {
+          fi_cq_err_entry err{};
+          if (fi_cq_readerr(cq_.get(), &err, 0) >= 0) release(err.op_context);
+        },
+        [&](int) { broken = true; });
+    if (broken) break;
+    if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return !anyPosted();
+}
+
+Rail::~Rail() {
+  abortAll(Status(Code::Aborted, "ofi: transport closed"));
+  // Receives still posted when a healthy communicator goes (the failure notices wait for a word that
+  // never came) are cancelled and their completions read, so that the objects close: kept open, each
+  // communicator over libfabric cost about ten descriptors and an endpoint's memory until the process ended.
+  if (!anyPosted() || cancelAndDrain(std::chrono::milliseconds(200))) return;  // members close in reverse order
+  // Operations are still posted (a call failed on a broken link, a dead or stopped peer, and the cancels
+  // did not complete: rxm completes neither a send to such a peer nor a receive it matched): closing an rxm endpoint then crashed inside libfabric 1.17 (about one Netns.fault_link_down
+  // run in six). The endpoint and everything it depends on are parked instead; a communicator that failed
+  // this way is being torn down, and the process releases them when it exits.
+  // Cancelled receives leave the provider's match list, so nothing is written into the caller's buffers
+  // later; progress is manual, so nothing runs on the parked objects unless someone calls into them.
   Parked p;
   p.mrCache = std::move(mrCache_);
   p.ep = std::move(ep_);

@@ -8,6 +8,7 @@
 // one queue are posted in order, so equal tags match in the order the caller posted them.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <string>
@@ -108,6 +109,10 @@ class Rail {
   Slot* takeSlot();
   void putSlot(Slot* slot);
   int readCompletions();  // progress.cc
+  bool anyPosted() const;
+  /// Cancels every posted operation and reads completions until none is posted or `limit` passed;
+  /// true when none is posted any more (the rail's objects can then close).
+  bool cancelAndDrain(std::chrono::milliseconds limit);
   void handleCqError();   // progress.cc
 
   RailConfig cfg_;

@@ -1,0 +1,76 @@
+// Communicators come and go without leaving anything behind: after several made and destroyed one after
+// another (on one node, and across two simulated nodes over each network), every rank's file
+// descriptors and threads are back where they were before the first.
+#include <gtest/gtest.h>
+#include <dirent.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/multiproc/harness.h"
+
+using namespace conflux::testing;
+
+namespace {
+
+int entries(const char* dir) {
+  DIR* d = opendir(dir);
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n - 1;  // the directory stream's own descriptor, for /proc/self/fd
+}
+
+/// Ids for `cycles` communicators, made by rank 0 (its process hosts their stores) and published here.
+struct Ids {
+  std::atomic<int> made{0};
+  cfxUniqueId ids[8];
+};
+
+void cycle(const std::string& net, int nodes) {
+  auto* ids = static_cast<Ids*>(mmap(nullptr, sizeof(Ids), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(ids, MAP_FAILED);
+  new (ids) Ids();
+  RunOptions opts;
+  if (!net.empty()) opts.env = {{"CONFLUX_NET", net}};
+  auto out = runRanks(4, [&](int rank, int n, const cfxUniqueId&) -> int {
+    if (nodes > 1) simulateNode(rank * nodes / n);
+    const int fds = entries("/proc/self/fd"), threads = entries("/proc/self/task");
+    for (int c = 0; c < 4; ++c) {
+      if (rank == 0) {
+        EXPECT_EQ(cfxGetUniqueId(&ids->ids[c]), cfxSuccess);
+        ids->made.store(c + 1);
+      }
+      while (ids->made.load() <= c) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      cfxComm_t comm;
+      if (cfxCommInitRank(&comm, n, ids->ids[c], rank) != cfxSuccess) return 2;
+      std::vector<float> v(70000, 1.0f);
+      EXPECT_EQ(cfxAllReduce(v.data(), v.data(), v.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+      EXPECT_EQ(v.back(), float(n));
+      EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    }
+    for (int i = 0; i < 100 && entries("/proc/self/task") > threads; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(entries("/proc/self/fd"), fds) << "rank " << rank << ": descriptors after 4 communicators";
+    EXPECT_EQ(entries("/proc/self/task"), threads) << "rank " << rank << ": threads after 4 communicators";
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+  munmap(ids, sizeof(Ids));
+}
+
+TEST(Lifecycle, OneNodeLeavesNothing) { cycle("", 1); }
+
+#if CONFLUX_TEST_OFI
+// Each communicator's libfabric endpoint closes (it was kept open for its failure-notice receives,
+// about ten descriptors a communicator).
+TEST(Lifecycle, TwoNodesOverLibfabricLeaveNothing) { cycle("ofi", 2); }
+#endif
+
+TEST(Lifecycle, TwoNodesOverTcpLeaveNothing) { cycle("tcp", 2); }
+
+}  // namespace
