@@ -168,12 +168,7 @@ class EagerRun {
     }
     const auto idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress_).count();
     if (idleMs >= env_.timeoutMs) {
-      const int g = env_.globalOfLocal[next_];
-      return reportFailure(env_,
-                           Status(Code::Timeout, "no progress for " + std::to_string(idleMs) +
-                                                     " ms (the communicator's timeout is " +
-                                                     std::to_string(env_.timeoutMs) + " ms) in " + where()),
-                           g);
+      return reportTimeout(env_, idleMs, where(), env_.globalOfLocal[next_]);
     }
     return Status::ok();
   }

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "algorithms/plan.h"
@@ -134,6 +135,11 @@ struct ExecWorkspace {
 
 /// Posts `s` to every local rank's error slot (naming `failedRank`, or -1), logs it, and returns it.
 Status reportFailure(const ExecEnv& env, const Status& s, int failedRank);
+
+/// A call idle for `idleMs` at `where`, waiting for rank `waitedFor` (-1: unknown), timed out: reports it
+/// (reportFailure) naming the rank to blame, which is a stopped process of this node when there is one
+/// (ranks wait on each other in chains, and the one at the end is the culprit), else `waitedFor`.
+Status reportTimeout(const ExecEnv& env, int64_t idleMs, const std::string& where, int waitedFor);
 
 /// Runs `plan` for this rank. Returns Ok, or the first error (also posted to every local rank).
 Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,

@@ -2,10 +2,13 @@
 // mismatched arguments, and the text that says where a call stopped (which round, which operation, which
 // peer). Nothing here runs while a call progresses normally.
 #include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "core/log.h"
 #include "src/rank_executor.h"
+#include "src/wait.h"
 
 namespace conflux::exec {
 
@@ -62,10 +65,7 @@ Status RankExecutor::checkHealth(const Round& round) {
   }
   auto idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress_).count();
   if (idleMs >= env_.timeoutMs) {
-    int stuck = stuckPeer(round);
-    return fail(Status(Code::Timeout, "no progress for " + std::to_string(idleMs) + " ms (the communicator's timeout is " +
-                                          std::to_string(env_.timeoutMs) + " ms) in " + where(round)),
-                stuck);
+    return reportTimeout(env_, idleMs, where(round), stuckPeer(round));
   }
   return Status::ok();
 }
@@ -117,6 +117,34 @@ Status RankExecutor::checkPeerArgs() {
 }  // namespace conflux::exec
 
 namespace conflux {
+
+Status reportTimeout(const ExecEnv& env, int64_t idleMs, const std::string& where, int waitedFor) {
+  std::string text = "no progress for " + std::to_string(idleMs) + " ms (the communicator's timeout is " +
+                     std::to_string(env.timeoutMs) + " ms) in " + where;
+  int culprit = waitedFor;
+  // Ranks wait on each other in chains (a ring, a tree, a node's ranks behind the one that waits on the
+  // network): the rank this one waited for may itself be waiting, and all time out at about the same
+  // moment. A stopped or exited process of this node is the end of such a chain, whoever this rank
+  // waited for; a live peer of this node is not, so its own report (which names whom it waited for) is
+  // given a moment to arrive.
+  const std::vector<int> stopped = env.local->stoppedPeers();
+  const std::vector<int> dead = stopped.empty() ? env.local->deadPeers() : std::vector<int>{};
+  const bool localWait = waitedFor >= 0 && waitedFor < int(env.localIndex.size()) && env.localIndex[size_t(waitedFor)] >= 0;
+  if (!stopped.empty() || !dead.empty()) {
+    culprit = env.globalOfLocal[static_cast<size_t>(stopped.empty() ? dead.front() : stopped.front())];
+    text += ": rank " + std::to_string(culprit) + (stopped.empty() ? " has exited" : " is stopped (SIGSTOP or a debugger)");
+  } else if (localWait && waitedFor != env.rank) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min(500, env.timeoutMs / 4));
+    while (std::chrono::steady_clock::now() < until) {
+      if (Status s = interruption(env, [&] { return where; }); !s) return s;
+      if (env.net != nullptr) {
+        if (Status s = env.net->failure(); !s) return reportFailure(env, Status(s.code(), s.message() + " [during " + where + "]"), -1);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  return reportFailure(env, Status(Code::Timeout, text), culprit);
+}
 
 Status reportFailure(const ExecEnv& env, const Status& s, int failedRank) {
   transport::SharedError e;

@@ -12,7 +12,7 @@
 //
 // Threading: each stream direction has one user thread at a time (single producer, single consumer);
 // barrier*() and publishCall() belong to the thread that drives collectives; doorbell(), sleep(),
-// wakeSelf(), postError(), error(), peerCall() and deadPeers() may be called from any thread.
+// wakeSelf(), postError(), error(), peerCall(), deadPeers() and stoppedPeers() may be called from any thread.
 #pragma once
 
 #include <cstddef>
@@ -109,6 +109,9 @@ class LocalGroup {
   /// Every member whose process has exited (a member that finished its work and exited is not an error
   /// unless someone still waits for it: callers filter by who they wait for).
   virtual std::vector<int> deadPeers() = 0;
+  /// Every member whose process is stopped (SIGSTOP, a debugger), where that can be seen: who to blame
+  /// for a timeout when ranks wait on each other in a chain. Default: none seen.
+  virtual std::vector<int> stoppedPeers() { return {}; }
   /// Posts an error to every member's slot (first one wins per slot) and rings them all.
   virtual void postError(const SharedError& err) = 0;
   /// The error in this member's slot, if any.

@@ -65,22 +65,35 @@ std::vector<int> PeerLiveness::allDead() {
   return dead;
 }
 
-bool PeerLiveness::exitedByProcfs(pid_t pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;  // EPERM means it exists
-  // A zombie still answers kill(); its state letter follows the parenthesized command name, which may
-  // itself contain ')' and spaces, so search from the last ')'.
+char PeerLiveness::procfsState(pid_t pid) {
+  // The state letter follows the parenthesized command name, which may itself contain ')' and spaces,
+  // so search from the last ')'.
   const std::string path = "/proc/" + std::to_string(pid) + "/stat";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT;
+  if (fd < 0) return errno == ENOENT ? 'X' : '?';
   char buf[512];
   const ssize_t n = ::read(fd, buf, sizeof buf - 1);
   ::close(fd);
-  if (n <= 0) return false;
+  if (n <= 0) return '?';
   buf[n] = '\0';
   const char* paren = std::strrchr(buf, ')');
-  if (paren == nullptr || paren[1] != ' ') return false;
-  const char state = paren[2];
+  if (paren == nullptr || paren[1] != ' ') return '?';
+  return paren[2];
+}
+
+bool PeerLiveness::exitedByProcfs(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;  // EPERM means it exists
+  const char state = procfsState(pid);  // a zombie still answers kill()
   return state == 'Z' || state == 'X' || state == 'x';
+}
+
+std::vector<int> PeerLiveness::allStopped() const {
+  std::vector<int> stopped;
+  for (const Watched& w : watched_) {
+    const char state = procfsState(w.pid);
+    if (state == 'T' || state == 't') stopped.push_back(w.localRank);
+  }
+  return stopped;
 }
 
 }  // namespace conflux::shm

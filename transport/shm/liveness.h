@@ -23,6 +23,14 @@ class PeerLiveness {
   /// Every watched local rank whose process has exited (unordered). Never blocks.
   std::vector<int> allDead();
 
+  /// Every watched local rank whose process is stopped (SIGSTOP, a debugger: 'T' or 't' in
+  /// /proc/<pid>/stat). Never blocks; for naming the culprit of a timeout, not on any fast path.
+  std::vector<int> allStopped() const;
+
+  /// The state letter of /proc/<pid>/stat ('R', 'S', 'T', 'Z', ...), 'X' when there is no such process,
+  /// '?' when it cannot be read.
+  static char procfsState(pid_t pid);
+
   /// Fallback check without a pidfd: true when `pid` no longer exists or is a zombie/dead ('Z'/'X' in
   /// /proc/<pid>/stat). Subject to pid reuse, hence only a fallback.
   static bool exitedByProcfs(pid_t pid);

@@ -198,6 +198,7 @@ class ShmWorldImpl final : public ShmWorld {
   void wakePeer(int localPeer) override { ringDoorbell(control(checkRank(localPeer)).bell); }
 
   std::vector<int> deadPeers() override { return liveness_.allDead(); }
+  std::vector<int> stoppedPeers() override { return liveness_.allStopped(); }
 
   EagerSlot& eagerSlot(int localRank, int parity) override {
     std::byte* p = segs_[checkRank(localRank)].data() + kPageBytes + static_cast<size_t>(parity & 1) * kEagerSlotBytes;
