@@ -5,6 +5,7 @@
 #   tools/build-and-run.sh demo   # the all-reduce perf suite on 4 local ranks, Open MPI beside it
 #   tools/build-and-run.sh test   # every test: release build (all labels, the PyTorch backend's included:
 #                                 # torch from PyPI into .venv/, once) + sanitizer build (unit, multiproc)
+#                                 # + the threaded parts under ThreadSanitizer (clang)
 #                                 # + the fuzz targets (clang), each run briefly from its seed corpus
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,6 +73,8 @@ case "$mode" in
     cmake --build --preset asan -j "$jobs"
     echo "== unit and multi-process tests under the sanitizers"
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --preset asan || status=1
+    echo "== the threaded parts under ThreadSanitizer (clang; tools/run-tsan.sh)"
+    bash tools/run-tsan.sh || status=1
     echo "== fuzz targets (clang, address,undefined): the regressions, then ${CONFLUX_FUZZ_SECONDS:-20} s each"
     # clang-14 is Debian 12's clang, the one whose libFuzzer runtime is installed above (plain `clang` is
     # only what the preset names where no clang-14 exists).
