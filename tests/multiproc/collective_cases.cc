@@ -1,8 +1,11 @@
 #include "tests/multiproc/collective_cases.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 
 #include "tests/multiproc/reference.h"
@@ -335,6 +338,37 @@ int runSweep(cfxComm_t comm, const Sweep& sweep) {
         }
       }
     }
+  }
+  return failures;
+}
+
+int runRandomCases(cfxComm_t comm, uint64_t seed, int cases, uint64_t maxCount, int everyK,
+                   const std::function<void(int done)>& every) {
+  CaseRunner runner(comm);
+  int n = 1;
+  cfxCommCount(comm, &n);
+  std::mt19937_64 rng(seed);
+  auto pick = [&](uint64_t k) { return std::uniform_int_distribution<uint64_t>(0, k - 1)(rng); };
+  const Coll colls[] = {Coll::AllReduce, Coll::Reduce, Coll::Broadcast, Coll::AllGather, Coll::ReduceScatter, Coll::AllToAll};
+  int failures = 0;
+  for (int i = 0; i < cases; ++i) {
+    Case c;
+    c.coll = colls[pick(6)];
+    c.type = static_cast<cfxDataType_t>(pick(cfxNumTypes));
+    c.op = cfxSum;
+    if (reduces(c.coll)) {
+      const uint64_t o = pick(cfxNumOps + 1);
+      c.op = o == cfxNumOps ? kPreMulSumCase : static_cast<cfxRedOp_t>(o);
+      if ((c.op == cfxBand || c.op == cfxBor || c.op == cfxBxor) && isFloat(c.type)) c.op = cfxMax;  // integers only
+    }
+    // Log-uniform from 1 to maxCount, and 0 one time in 64.
+    const double bits = std::uniform_real_distribution<double>(0, std::log2(double(std::max<uint64_t>(maxCount, 1))))(rng);
+    c.count = pick(64) == 0 ? 0 : std::max<uint64_t>(1, uint64_t(std::exp2(bits)));
+    c.inPlace = c.coll != Coll::AllToAll && pick(2) == 1;
+    c.root = int(pick(uint64_t(n)));
+    if (!runner.run(c)) ++failures;
+    if (failures > 20) return failures;
+    if (everyK > 0 && (i + 1) % everyK == 0 && every) every(i + 1);
   }
   return failures;
 }

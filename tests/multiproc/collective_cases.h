@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "conflux/conflux.h"
@@ -28,6 +29,13 @@ Sweep fullSweep(std::vector<uint64_t> counts);
 
 /// Runs the sweep on `comm`; returns the number of failed cases (details printed to stderr).
 int runSweep(cfxComm_t comm, const Sweep& sweep);
+
+/// Runs `cases` cases drawn at random from `seed` (every rank passing the same seed runs the same cases,
+/// in the same order): any collective, datatype and op (PreMulSum included), counts up to `maxCount`
+/// (log-uniform, 0 now and then), in or out of place, any root. Each is checked like the sweep's. Calls
+/// `every(done)` after every `everyK` cases (0: never). Returns the number of failed cases.
+int runRandomCases(cfxComm_t comm, uint64_t seed, int cases, uint64_t maxCount, int everyK = 0,
+                   const std::function<void(int done)>& every = {});
 
 /// A rank's whole part (a runRanks body): joins the communicator, runs the sweep, destroys it. Returns
 /// 0 when every case passed, 1 when one failed, 2 when the communicator could not be made.
