@@ -122,6 +122,27 @@ cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* newcomm,
   }, comm);
 }
 
+namespace {
+
+/// The `n` ranks at `list` (argument `what`), each a rank of a communicator of `size`, none twice, into
+/// `out` in the caller's order. `list` may be NULL when `n` is 0.
+Status readRankList(const char* what, const int* list, int n, int size, std::vector<int>* out) {
+  if (list == nullptr && n > 0) return Status(Code::InvalidArgument, std::string(what) + " is NULL");
+  out->assign(list, list + n);
+  std::vector<char> seen(static_cast<size_t>(size), 0);
+  for (int i = 0; i < n; ++i) {
+    const int r = (*out)[static_cast<size_t>(i)];
+    const std::string at = std::string(what) + "[" + std::to_string(i) + "]: ";
+    if (r < 0 || r >= size) {
+      return Status(Code::InvalidArgument, at + std::to_string(r) + " is not a rank of comm (" + std::to_string(size) + " ranks)");
+    }
+    if (seen[static_cast<size_t>(r)]++) return Status(Code::InvalidArgument, at + "rank " + std::to_string(r) + " is listed twice");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 cfxResult_t cfxCommCreateGroup(cfxComm_t comm, int nranks, const int* ranks, cfxComm_t* newcomm,
                                const cfxConfig_t* config) {
   if (newcomm != nullptr) *newcomm = nullptr;
@@ -132,20 +153,9 @@ cfxResult_t cfxCommCreateGroup(cfxComm_t comm, int nranks, const int* ranks, cfx
     if (nranks < 1 || nranks > size) {
       return Status(Code::InvalidArgument, "nranks: " + std::to_string(nranks) + " must be 1.." + std::to_string(size));
     }
-    if (ranks == nullptr) return Status(Code::InvalidArgument, "ranks is NULL");
-    std::vector<int> members(ranks, ranks + nranks);
-    std::vector<char> seen(static_cast<size_t>(size), 0);
-    for (int i = 0; i < nranks; ++i) {
-      const int r = members[static_cast<size_t>(i)];
-      if (r < 0 || r >= size) {
-        return Status(Code::InvalidArgument, "ranks[" + std::to_string(i) + "]: " + std::to_string(r) +
-                                                 " is not a rank of comm (" + std::to_string(size) + " ranks)");
-      }
-      if (seen[static_cast<size_t>(r)]++) {
-        return Status(Code::InvalidArgument, "ranks[" + std::to_string(i) + "]: rank " + std::to_string(r) + " is listed twice");
-      }
-    }
-    if (!seen[static_cast<size_t>(me)]) {
+    std::vector<int> members;
+    if (Status s = readRankList("ranks", ranks, nranks, size, &members); !s) return s;
+    if (std::find(members.begin(), members.end(), me) == members.end()) {
       return Status(Code::InvalidArgument, "ranks: the calling rank " + std::to_string(me) + " is not listed (only members call it)");
     }
     if (group::active()) return Status(Code::InvalidUsage, "cfxCommCreateGroup cannot be called inside a group");
@@ -170,23 +180,13 @@ cfxResult_t cfxCommShrink(cfxComm_t comm, const int* excludeRanks, int excludeCo
       return Status(Code::InvalidArgument, "excludeCount: " + std::to_string(excludeCount) + " must be 0.." +
                                                std::to_string(size - 1) + " (at least the caller survives)");
     }
-    if (excludeRanks == nullptr && excludeCount > 0) return Status(Code::InvalidArgument, "excludeRanks is NULL");
-    std::vector<int> excluded(excludeRanks, excludeRanks + excludeCount);
-    for (int i = 0; i < excludeCount; ++i) {
-      const int r = excluded[static_cast<size_t>(i)];
-      if (r < 0 || r >= size) {
-        return Status(Code::InvalidArgument, "excludeRanks[" + std::to_string(i) + "]: " + std::to_string(r) +
-                                                 " is not a rank of comm (" + std::to_string(size) + " ranks)");
-      }
-      if (r == me) {
-        return Status(Code::InvalidArgument, "excludeRanks[" + std::to_string(i) + "]: the calling rank " +
-                                                 std::to_string(me) + " is excluded (excluded ranks do not call it)");
-      }
+    std::vector<int> excluded;
+    if (Status s = readRankList("excludeRanks", excludeRanks, excludeCount, size, &excluded); !s) return s;
+    if (auto self = std::find(excluded.begin(), excluded.end(), me); self != excluded.end()) {
+      return Status(Code::InvalidArgument, "excludeRanks[" + std::to_string(self - excluded.begin()) + "]: the calling rank " +
+                                               std::to_string(me) + " is excluded (excluded ranks do not call it)");
     }
     std::sort(excluded.begin(), excluded.end());
-    if (auto dup = std::adjacent_find(excluded.begin(), excluded.end()); dup != excluded.end()) {
-      return Status(Code::InvalidArgument, "excludeRanks: rank " + std::to_string(*dup) + " is listed twice");
-    }
     if (group::active()) return Status(Code::InvalidUsage, "cfxCommShrink cannot be called inside a group");
     CommOptions options;
     int share = 1;

@@ -9,6 +9,7 @@ Run: python tests/torch/test_failures.py
 
 import datetime
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -84,11 +85,15 @@ def shrunk(rank, world):
     if rank == 1:
         os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(0.5)
-    expect_backend_error(lambda: dist.all_reduce(torch.ones(1 << 16)), ["rank 1"], 15, "killed rank")
+    msg = expect_backend_error(lambda: dist.all_reduce(torch.ones(1 << 16)), ["rank 1"], 15, "killed rank")
+    # Who failed, read from the error as docs/recovery.md's example does.
+    failed = sorted({int(r) for r in re.findall(r"rank (\d+) (?:exited|has exited|is stopped)", msg)})
+    if failed != [1]:
+        raise AssertionError(f"the error names {failed} as failed: {msg}")
     t0 = time.monotonic()
     from torch.distributed.distributed_c10d import SHRINK_ABORT
 
-    dist.shrink_group([1], shrink_flags=SHRINK_ABORT)
+    dist.shrink_group(failed, shrink_flags=SHRINK_ABORT)
     if time.monotonic() - t0 > 10:
         raise AssertionError("shrink_group took more than 10 s")
     survivors = [r for r in range(world) if r != 1]
