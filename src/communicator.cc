@@ -88,7 +88,8 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
                                                : static_cast<int>(config::getInt(config::Var::TIMEOUT_MS));
   selector_ = Selector(config::getString(config::Var::ALGO));
 
-  auto client = std::make_unique<bootstrap::StoreClient>(id, std::chrono::milliseconds(timeoutMs));
+  const int joinTimeoutMs = options.joinTimeoutMs >= 0 ? options.joinTimeoutMs : timeoutMs;
+  auto client = std::make_unique<bootstrap::StoreClient>(id, std::chrono::milliseconds(joinTimeoutMs));
   bootstrap::Bootstrap boot(std::move(client), rank, nranks, "comm");
 
   // Who is where, and where each rank's recovery point listens.

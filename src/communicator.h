@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -59,6 +60,9 @@ struct CallArgs {
 /// Per-communicator settings (cfxConfig_t resolved against the environment).
 struct CommOptions {
   int timeoutMs = -1;  ///< -1: CONFLUX_TIMEOUT_MS
+  /// How long joining waits for the other ranks at the rendezvous (-1: timeoutMs). A shrink waits longer:
+  /// survivors learn of a failure at different times (up to a timeout apart).
+  int joinTimeoutMs = -1;
   std::string name;    ///< shown in log lines and error messages; empty: none
   /// A split child's inherited cost model (skips calibration); empty: calibrate as usual.
   std::optional<CostParams> costs;
@@ -213,6 +217,8 @@ class CommunicatorImpl {
   std::shared_ptr<const NodeLayout> nodeLayout_;  ///< ranks of each node
   RecoveryPoint recovery_;                        ///< this rank's, for cfxCommShrink
   std::vector<sockaddr_storage> recoveryPoints_;  ///< every rank's recovery point address
+  std::mutex shrinkMutex_;  ///< one shrink at a time (not the call mutex: a call may be blocked on a dead rank)
+  std::map<std::vector<int>, uint32_t> shrinks_;  ///< shrinks made so far, per excluded list
   int ranksOnMachine_ = 0;  ///< ranks (this one included) running on this machine's kernel, any node
 
   std::mutex mutex_;                 // one call at a time

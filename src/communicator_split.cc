@@ -2,6 +2,7 @@
 // (collective over the members), cfxCommShrink (collective over the survivors, met at a recovery point,
 // not over the parent); a child may share its parent's network (transport::Network::shareWith).
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "core/bootstrap/bootstrap.h"
@@ -105,9 +106,18 @@ std::unique_ptr<CommunicatorImpl> CommunicatorImpl::shrink(const std::vector<int
   if (at.ss_family == AF_UNSPEC) {
     throw Error(Code::SystemError, where + ": rank " + std::to_string(leader) + " could not bind one at init (see its log)");
   }
-  const bootstrap::UniqueId id = recovery_.shrinkId(at, excluded);
+  // Every survivor has made the same shrinks with this list before (the survivors of a list are the same
+  // ranks each time), so the count tells this shrink apart from them: its id, and so its shared-memory
+  // names and flight-recorder files, are its own.
+  std::lock_guard<std::mutex> lock(shrinkMutex_);
+  const uint32_t generation = shrinks_[excluded]++;
+  const bootstrap::UniqueId id = recovery_.shrinkId(at, excluded, generation);
   std::shared_ptr<bootstrap::StoreServer> server;
-  if (leader == rank_) server = recovery_.serveShrink(excluded);
+  if (leader == rank_) server = recovery_.serveShrink(excluded, generation);
+  // Survivors learn of a failure at different times, up to a timeout apart (a rank on another node may
+  // only see it time out): the rendezvous waits for two timeouts.
+  if (options.timeoutMs < 0) options.timeoutMs = env_.timeoutMs;
+  options.joinTimeoutMs = int(std::min<int64_t>(int64_t{2} * options.timeoutMs, INT32_MAX));
   CFX_INFO(kInit, "rank %d: shrinking %d ranks to %zu (ranks %s) at %s", rank_, nranks_, members.size(), survivors.c_str(),
            bootstrap::describe(id).c_str());
   // The parent may have failed: its cost model and network are still good (a shared view of the network

@@ -122,22 +122,24 @@ Status reportTimeout(const ExecEnv& env, int64_t idleMs, const std::string& wher
   std::string text = "no progress for " + std::to_string(idleMs) + " ms (the communicator's timeout is " +
                      std::to_string(env.timeoutMs) + " ms) in " + where;
   int culprit = waitedFor;
-  // Ranks wait on each other in chains (a ring, a tree, a node's ranks behind the one that waits on the
-  // network): the rank this one waited for may itself be waiting, and all time out at about the same
-  // moment. A stopped or exited process of this node is the end of such a chain, whoever this rank
-  // waited for; a live peer of this node is not, so its own report (which names whom it waited for) is
-  // given a moment to arrive.
+  // Ranks wait on each other in chains (a ring, a tree, the ranks of one node behind the one that waits
+  // on another node): the rank this one waited for may itself be waiting, and all time out at about the
+  // same moment. A stopped or exited process of this node is the end of such a chain, whoever this rank
+  // waited for. Otherwise the peer waited for may be waiting too (for a rank of its own node, which it
+  // can see): its report, posted here or announced from its node, is given a moment to arrive first.
   const std::vector<int> stopped = env.local->stoppedPeers();
   const std::vector<int> dead = stopped.empty() ? env.local->deadPeers() : std::vector<int>{};
-  const bool localWait = waitedFor >= 0 && waitedFor < int(env.localIndex.size()) && env.localIndex[size_t(waitedFor)] >= 0;
   if (!stopped.empty() || !dead.empty()) {
     culprit = env.globalOfLocal[static_cast<size_t>(stopped.empty() ? dead.front() : stopped.front())];
     text += ": rank " + std::to_string(culprit) + (stopped.empty() ? " has exited" : " is stopped (SIGSTOP or a debugger)");
-  } else if (localWait && waitedFor != env.rank) {
+  } else if (waitedFor >= 0 && waitedFor != env.rank) {
+    // A quarter of the timeout, 500 ms at most. (Longer for peers on other nodes was tried: the grace
+    // periods of the two nodes then overlap and fewer reports arrive in time, not more.)
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min(500, env.timeoutMs / 4));
     while (std::chrono::steady_clock::now() < until) {
       if (Status s = interruption(env, [&] { return where; }); !s) return s;
       if (env.net != nullptr) {
+        env.net->progress();  // notices arrive as the network progresses (this is the thread that drives it)
         if (Status s = env.net->failure(); !s) return reportFailure(env, Status(s.code(), s.message() + " [during " + where + "]"), -1);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -8,13 +8,15 @@
 // a rendezvous store on (a duplicate of) its socket, the others connect to it, and the new communicator
 // is made through that store as any communicator is. The socket stays open for a later shrink.
 //
-// The store's secret is derived from the communicator's own secret and the excluded ranks: only ranks of
-// this communicator can join, and survivors that disagree on who is excluded fail the store's handshake
-// instead of forming two communicators.
+// The store's secret is derived from the communicator's own secret, the excluded ranks and how many
+// shrinks with that list came before: survivors that disagree on who is excluded fail the store's
+// handshake instead of forming two communicators, and each shrink's communicator has an id of its own.
+// It keeps out whoever does not hold the communicator's secret; an excluded rank holds it.
 #pragma once
 
 #include <sys/socket.h>
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -41,15 +43,16 @@ class RecoveryPoint {
   /// The bound address, or an address of family AF_UNSPEC (0) when there is none.
   const sockaddr_storage& address() const { return address_; }
 
-  /// The id of the communicator that leaves out @p excluded (ascending), whose store is served at
-  /// @p leaderAddress (the leader's address()).
-  bootstrap::UniqueId shrinkId(const sockaddr_storage& leaderAddress, const std::vector<int>& excluded) const;
+  /// The id of the `generation`-th communicator that leaves out @p excluded (ascending), whose store is
+  /// served at @p leaderAddress (the leader's address()).
+  bootstrap::UniqueId shrinkId(const sockaddr_storage& leaderAddress, const std::vector<int>& excluded,
+                               uint32_t generation) const;
 
   /// Serves that store on this rank's socket (this rank leads the shrink). Throws Error(SystemError).
-  std::shared_ptr<bootstrap::StoreServer> serveShrink(const std::vector<int>& excluded) const;
+  std::shared_ptr<bootstrap::StoreServer> serveShrink(const std::vector<int>& excluded, uint32_t generation) const;
 
  private:
-  bootstrap::Digest secretFor(const std::vector<int>& excluded) const;
+  bootstrap::Digest secretFor(const std::vector<int>& excluded, uint32_t generation) const;
 
   std::shared_ptr<bootstrap::Fd> listener_;  // shared: a communicator is not copied, but its parts may be
   sockaddr_storage address_{};

@@ -67,16 +67,25 @@ std::string Bootstrap::groupKey(const std::vector<int>& members) const {
 }
 
 void Bootstrap::missing(const std::string& what, const std::string& prefix, const std::vector<int>& members,
-                        const Error& cause) {
+                        const Error& cause, int waitedFor) {
   std::string absent;
   int count = 0;
+  bool asked = true;
   try {
     for (int m : members) {
       if (m == rank_ || client().check(prefix + std::to_string(m))) continue;
       if (count++ < 16) absent += (absent.empty() ? "" : ", ") + std::to_string(m);
     }
   } catch (const Error&) {
-    throw Error(cause.code(), "bootstrap: " + what + " failed: " + cause.what());
+    // The store cannot be asked about the others (the timed-out request left the connection unusable):
+    // name the rank whose key this one waited for, which at least is missing.
+    count = 0;
+    absent.clear();
+    asked = false;
+  }
+  if (!asked && waitedFor >= 0) {
+    count = 1;
+    absent = std::to_string(waitedFor) + " (at least)";
   }
   if (count > 16) absent += ", ... (" + std::to_string(count) + " in all)";
   if (count == 0) throw Error(cause.code(), "bootstrap: " + what + " failed: " + cause.what());
@@ -111,7 +120,7 @@ std::vector<uint8_t> Bootstrap::allGatherAmong(const std::vector<int>& members, 
       v = client().get(prefix + std::to_string(m), std::max(left, std::chrono::milliseconds(0)));
     } catch (const Error& e) {
       if (e.code() != Code::Timeout) throw;
-      missing(what, prefix, members, e);
+      missing(what, prefix, members, e, m);
     }
     if (v.size() != mine.size()) {
       throw Error(Code::InvalidUsage, "bootstrap: " + what + ": rank " + std::to_string(m) + " contributed " +

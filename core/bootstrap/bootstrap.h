@@ -55,7 +55,7 @@ class Bootstrap {
   std::string groupKey(const std::vector<int>& members) const;
   std::vector<int> allRanks() const;
   [[noreturn]] void missing(const std::string& what, const std::string& prefix, const std::vector<int>& members,
-                            const Error& cause);
+                            const Error& cause, int waitedFor = -1);
 
   std::unique_ptr<StoreClient> store_;
   int rank_, nranks_;

@@ -210,8 +210,9 @@ CFX_API cfxResult_t cfxCommCreateGroup(cfxComm_t comm, int nranks, const int* ra
 ///
 /// They meet at the lowest survivor's recovery point (a socket each rank bound at init), not over
 /// @p comm, so shrinking works when @p comm has failed: a peer died or stopped, a call timed out or was
-/// aborted. It blocks until every survivor has called it, or fails after the timeout, naming the ranks
-/// missing; survivors that pass different lists cannot join each other. The new communicator keeps
+/// aborted. It blocks until every survivor has called it, or fails after two timeouts (survivors learn of
+/// a failure up to a timeout apart), naming the ranks missing; survivors that pass different lists
+/// cannot join each other. The new communicator keeps
 /// @p comm's host identities and measured network costs and, with config->splitShare (the default),
 /// sends through @p comm's network endpoints in a tag space of its own; shared memory among the
 /// survivors of each node is set up afresh. @p comm is left as it is (destroy it: cfxCommDestroy is safe

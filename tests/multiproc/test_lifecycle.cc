@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,7 +47,9 @@ void cycle(const std::string& net, int nodes) {
         EXPECT_EQ(cfxGetUniqueId(&ids->ids[c]), cfxSuccess);
         ids->made.store(c + 1);
       }
-      while (ids->made.load() <= c) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (ids->made.load() <= c && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (ids->made.load() <= c) return 3;  // rank 0 failed to make the id
       cfxComm_t comm;
       if (cfxCommInitRank(&comm, n, ids->ids[c], rank) != cfxSuccess) return 2;
       std::vector<float> v(70000, 1.0f);
