@@ -66,6 +66,23 @@ Status initRank(cfxComm_t* comm, int nranks, const cfxUniqueId& commId, int rank
   return Status::ok();
 }
 
+/// The `n` ranks at `list` (argument `what`), each a rank of a communicator of `size`, none twice, into
+/// `out` in the caller's order. `list` may be NULL when `n` is 0.
+Status readRankList(const char* what, const int* list, int n, int size, std::vector<int>* out) {
+  if (list == nullptr && n > 0) return Status(Code::InvalidArgument, std::string(what) + " is NULL");
+  out->assign(list, list + n);
+  std::vector<char> seen(static_cast<size_t>(size), 0);
+  for (int i = 0; i < n; ++i) {
+    const int r = (*out)[static_cast<size_t>(i)];
+    const std::string at = std::string(what) + "[" + std::to_string(i) + "]: ";
+    if (r < 0 || r >= size) {
+      return Status(Code::InvalidArgument, at + std::to_string(r) + " is not a rank of comm (" + std::to_string(size) + " ranks)");
+    }
+    if (seen[static_cast<size_t>(r)]++) return Status(Code::InvalidArgument, at + "rank " + std::to_string(r) + " is listed twice");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 }  // namespace conflux
 
@@ -122,26 +139,6 @@ cfxResult_t cfxCommSplit(cfxComm_t comm, int color, int key, cfxComm_t* newcomm,
   }, comm);
 }
 
-namespace {
-
-/// The `n` ranks at `list` (argument `what`), each a rank of a communicator of `size`, none twice, into
-/// `out` in the caller's order. `list` may be NULL when `n` is 0.
-Status readRankList(const char* what, const int* list, int n, int size, std::vector<int>* out) {
-  if (list == nullptr && n > 0) return Status(Code::InvalidArgument, std::string(what) + " is NULL");
-  out->assign(list, list + n);
-  std::vector<char> seen(static_cast<size_t>(size), 0);
-  for (int i = 0; i < n; ++i) {
-    const int r = (*out)[static_cast<size_t>(i)];
-    const std::string at = std::string(what) + "[" + std::to_string(i) + "]: ";
-    if (r < 0 || r >= size) {
-      return Status(Code::InvalidArgument, at + std::to_string(r) + " is not a rank of comm (" + std::to_string(size) + " ranks)");
-    }
-    if (seen[static_cast<size_t>(r)]++) return Status(Code::InvalidArgument, at + "rank " + std::to_string(r) + " is listed twice");
-  }
-  return Status::ok();
-}
-
-}  // namespace
 
 cfxResult_t cfxCommCreateGroup(cfxComm_t comm, int nranks, const int* ranks, cfxComm_t* newcomm,
                                const cfxConfig_t* config) {

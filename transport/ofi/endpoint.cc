@@ -153,7 +153,8 @@ Rail::~Rail() {
   // Receives still posted when a healthy communicator goes (the failure notices wait for a word that
   // never came) are cancelled and their completions read, so that the objects close: kept open, each
   // communicator over libfabric cost about ten descriptors and an endpoint's memory until the process ended.
-  if (!anyPosted() || cancelAndDrain(std::chrono::milliseconds(200))) return;  // members close in reverse order
+  // After a failed call (parkIfPosted) they are parked as before.
+  if (!anyPosted() || (drainOnClose_ && cancelAndDrain(std::chrono::milliseconds(200)))) return;  // members close in reverse order
   // Operations are still posted (a call failed on a broken link, a dead or stopped peer, and the cancels
   // did not complete: rxm completes neither a send to such a peer nor a receive it matched): closing an rxm endpoint then crashed inside libfabric 1.17 (about one Netns.fault_link_down
   // run in six). The endpoint and everything it depends on are parked instead; a communicator that failed

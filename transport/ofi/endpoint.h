@@ -35,6 +35,10 @@ class Rail {
   /// Opens fabric, domain, CQ (FI_WAIT_FD when offered), AV (FI_AV_TABLE), endpoint; enables it.
   Rail(const fi_info* info, const RailConfig& config);
   ~Rail();
+  /// A call on this rail failed: at close, operations still posted park the rail's objects instead of
+  /// being cancelled and drained (closing over a broken connection is where libfabric 1.17 crashed and
+  /// leaks; parked objects stay reachable until exit).
+  void parkIfPosted() { drainOnClose_ = false; }
   Rail(const Rail&) = delete;
   Rail& operator=(const Rail&) = delete;
 
@@ -128,6 +132,7 @@ class Rail {
   bool needLocalMr_ = false;
   size_t injectSize_ = 0;
   size_t txCap_ = 0, rxCap_ = 0;
+  bool drainOnClose_ = true;
   size_t posted_[2] = {0, 0};     ///< receives, sends posted on this rail
   bool again_ = false;            ///< -FI_EAGAIN seen since the last completion read
   int finishedWithoutEntry_ = 0;  ///< chunks finished at posting since the last progress()

@@ -60,7 +60,7 @@ std::shared_ptr<transport::Network> openNetwork(const transport::NetOpenArgs& ar
 
 void CommNet::retire(std::shared_ptr<void> buffers) {
   if (space_ != 0) retireSpace();
-  transport_->keepUntilClosed(std::move(buffers));
+  transport_->keepFailedUntilClosed(std::move(buffers));
 }
 
 std::shared_ptr<transport::Network> CommNet::shareWith(const std::vector<int>& members, int rank,

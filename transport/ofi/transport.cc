@@ -374,6 +374,13 @@ void Transport::keepUntilClosed(std::shared_ptr<void> what) {
   kept_.push_back(std::move(what));
 }
 
+void Transport::keepFailedUntilClosed(std::shared_ptr<void> what) {
+  std::lock_guard lock(mutex_);
+  kept_.push_back(std::move(what));
+  // A call failed on these rails: what is still posted there may be bound to a dead or broken connection.
+  for (auto& rail : rails_) rail->parkIfPosted();
+}
+
 void Transport::releaseSpaces(uint32_t mask) {
   std::lock_guard lock(mutex_);
   freeSpaces_ |= mask & ~uint32_t{1} & ((uint32_t{1} << kMaxTagSpaces) - 1);

@@ -204,6 +204,9 @@ class Transport {
   /// Keeps `what` alive until the Transport closes: buffers a communicator that shared this Transport
   /// leaves behind when its failed call may still have operations posted into them.
   void keepUntilClosed(std::shared_ptr<void> what);
+  /// keepUntilClosed for the buffers of a failed call: the rails then park, rather than cancel, what is
+  /// still posted when they close (Rail::parkIfPosted).
+  void keepFailedUntilClosed(std::shared_ptr<void> what);
 
  private:
   Transport();
