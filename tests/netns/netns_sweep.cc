@@ -4,18 +4,24 @@
 // peers on other nodes are reached over libfabric, peers on the same node over shared memory.
 //
 //   netns_sweep [COUNT...]      default counts: 0 1 7 1023 65539
-//   netns_sweep --loop COUNT SECONDS
+//   netns_sweep --loop COUNT SECONDS [--recover]
 //
 // Every collective, datatype and op, in and out of place. Exit code 0 when every case passed, 1 otherwise
 // (failed cases are printed to stderr by the sweep).
 //
-// --loop (fault tests, test_faults.py): all-reduces COUNT floats again and again for SECONDS; prints
-// "netns_sweep: rank R/N: looping" after the first call and, when a call fails,
-// "netns_sweep: rank R/N: call K failed after T ms: <error>" and exits 3. Exit 0 when no call failed.
+// --loop (fault tests, test_faults.py): all-reduces (max) COUNT floats again and again for SECONDS (the
+// ranks agree on the last call), each result checked; prints "netns_sweep: rank R/N: looping" after the first call and at the end
+// "netns_sweep: rank R/N: done: K calls, slowest T ms" (exit 0). When a call fails it prints
+// "netns_sweep: rank R/N: call K failed after T ms: <error>" and exits 3; a wrong result exits 2.
+// With --recover a failed call is followed by a new communicator from the same environment (the same
+// bootstrap address: the link may come back), retried for up to 60 s, which must all-reduce correctly:
+// "netns_sweep: rank R/N: recovered after T ms" and exit 0.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "conflux/conflux.h"
@@ -23,29 +29,91 @@
 
 namespace {
 
-int loop(cfxComm_t comm, size_t count, double seconds) {
-  using Clock = std::chrono::steady_clock;
+using Clock = std::chrono::steady_clock;
+
+long long msSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+// One in-place max all-reduce of rank-dependent values, checked; cfxSuccess or the call's error.
+// Returns cfxInternalError (after printing) when the result is wrong.
+// The last element carries @p more (0 or 1) and comes back as the largest: whether any rank wants another
+// call, so that ranks whose clocks disagree still stop after the same call.
+cfxResult_t checkedAllReduce(cfxComm_t comm, std::vector<float>& buf, int rank, int nranks, bool& more) {
+  const size_t n = buf.size() - 1;
+  for (size_t i = 0; i < n; ++i) buf[i] = static_cast<float>(rank + static_cast<int>(i % 7));
+  buf[n] = more ? 1.0f : 0.0f;
+  cfxResult_t rc = cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxMax, comm, nullptr);
+  if (rc != cfxSuccess) return rc;
+  more = buf[n] != 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    const float want = static_cast<float>(nranks - 1 + static_cast<int>(i % 7));
+    if (buf[i] != want) {
+      std::printf("netns_sweep: rank %d/%d: wrong result at %zu: %g, expected %g\n", rank, nranks, i,
+                  static_cast<double>(buf[i]), static_cast<double>(want));
+      return cfxInternalError;
+    }
+  }
+  return cfxSuccess;
+}
+
+// After a failed call: a new communicator from the environment, retried while the network is down.
+int recover(int rank, int nranks, size_t count) {
+  const auto start = Clock::now();
+  std::string last;
+  while (msSince(start) < 60000) {
+    cfxComm_t comm = nullptr;
+    if (cfxCommInitFromEnv(&comm) != cfxSuccess) {
+      last = cfxGetLastError(nullptr);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    std::vector<float> buf(count + 1);
+    bool more = false;
+    cfxResult_t rc = checkedAllReduce(comm, buf, rank, nranks, more);
+    if (rc != cfxSuccess) last = cfxGetLastError(comm);
+    cfxCommDestroy(comm);
+    if (rc == cfxInternalError) return 2;
+    if (rc == cfxSuccess) {
+      std::printf("netns_sweep: rank %d/%d: recovered after %lld ms\n", rank, nranks, msSince(start));
+      return 0;
+    }
+  }
+  std::printf("netns_sweep: rank %d/%d: no new communicator within 60 s: %s\n", rank, nranks, last.c_str());
+  return 3;
+}
+
+int loop(cfxComm_t comm, size_t count, double seconds, bool recovering) {
   int rank = 0, nranks = 0;
   cfxCommUserRank(comm, &rank);
   cfxCommCount(comm, &nranks);
-  std::vector<float> buf(count, 1.0f);
+  std::vector<float> buf(count + 1);
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-  for (long k = 1; Clock::now() < end; ++k) {
+  long long slowest = 0;
+  long k = 1;
+  for (bool more = true; more; ++k) {
     const auto start = Clock::now();
-    cfxResult_t rc = cfxAllReduce(buf.data(), buf.data(), count, cfxFloat32, cfxMax, comm, nullptr);
+    more = Clock::now() < end;
+    cfxResult_t rc = checkedAllReduce(comm, buf, rank, nranks, more);
+    const long long ms = msSince(start);
+    if (rc == cfxInternalError) {
+      cfxCommDestroy(comm);
+      return 2;
+    }
     if (rc != cfxSuccess) {
-      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-      std::printf("netns_sweep: rank %d/%d: call %ld failed after %lld ms: %s: %s\n", rank, nranks, k,
-                  static_cast<long long>(ms), cfxGetErrorString(rc), cfxGetLastError(comm));
+      std::printf("netns_sweep: rank %d/%d: call %ld failed after %lld ms: %s: %s\n", rank, nranks, k, ms,
+                  cfxGetErrorString(rc), cfxGetLastError(comm));
       std::fflush(stdout);
       cfxCommDestroy(comm);
-      return 3;
+      return recovering ? recover(rank, nranks, count) : 3;
     }
+    slowest = std::max(slowest, ms);
     if (k == 1) {
       std::printf("netns_sweep: rank %d/%d: looping\n", rank, nranks);
       std::fflush(stdout);
     }
   }
+  std::printf("netns_sweep: rank %d/%d: done: %ld calls, slowest %lld ms\n", rank, nranks, k - 1, slowest);
   cfxCommDestroy(comm);
   return 0;
 }
@@ -53,7 +121,8 @@ int loop(cfxComm_t comm, size_t count, double seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool looping = argc == 4 && std::string(argv[1]) == "--loop";
+  const bool looping = (argc == 4 || argc == 5) && std::string(argv[1]) == "--loop";
+  const bool recovering = argc == 5 && std::string(argv[4]) == "--recover";
   std::vector<uint64_t> counts;
   for (int i = 1; i < argc && !looping; ++i) counts.push_back(std::strtoull(argv[i], nullptr, 10));
   if (counts.empty()) counts = {0, 1, 7, 1023, 65539};
@@ -64,7 +133,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "netns_sweep: init failed: %s: %s\n", cfxGetErrorString(rc), cfxGetLastError(nullptr));
     return 1;
   }
-  if (looping) return loop(comm, std::strtoull(argv[2], nullptr, 10), std::strtod(argv[3], nullptr));
+  if (looping) return loop(comm, std::strtoull(argv[2], nullptr, 10), std::strtod(argv[3], nullptr), recovering);
   int rank = 0, nranks = 0;
   cfxCommUserRank(comm, &rank);
   cfxCommCount(comm, &nranks);
