@@ -1,7 +1,7 @@
 // conflux-fault-matrix: faults × call paths, each run checked on every surviving rank.
 //
 // A cell is one call path (the eager path, direct calls on cfxMemAlloc buffers, each plan algorithm, the
-// hierarchical plan across two simulated nodes, send/recv groups, and three moments of bootstrap) under
+// hierarchical plan across two simulated nodes, send/recv groups, all-to-all, and three moments of bootstrap) under
 // one fault of one rank (SIGKILL or a SIGSTOP that lasts, at a random moment of the run; a short SIGSTOP
 // well below the timeout, which must NOT become an error). A run forks the ranks, injects the fault and
 // checks, on every survivor:
@@ -83,7 +83,7 @@ const char* faultName(Fault f) { return f == Fault::Kill ? "kill" : f == Fault::
 struct Path {
   const char* name;
   const char* algo;  // CONFLUX_ALGO for the run ("" none)
-  enum Kind { Eager, Direct, Plan, Hier, P2p, InitRootDies, InitNeverArrives, DiesAfterInit } kind;
+  enum Kind { Eager, Direct, Plan, Hier, P2p, AllToAll, AllToAllNodes, InitRootDies, InitNeverArrives, DiesAfterInit } kind;
   size_t count;      // floats per call
 };
 
@@ -100,12 +100,16 @@ const Path kPaths[] = {
     {"hier-rhd", "allreduce=hier_rhd", Path::Hier, 1 << 17},
     {"hier-dbtree", "allreduce=hier_dbtree", Path::Hier, 1 << 15},
     {"p2p", "", Path::P2p, 1 << 16},
+    {"alltoall", "alltoall=pairwise", Path::AllToAll, 1 << 14},  // count per peer
+    {"alltoall-nodes", "alltoall=pairwise", Path::AllToAllNodes, 1 << 14},
     {"init-root-dies", "", Path::InitRootDies, 8},
     {"init-never-arrives", "", Path::InitNeverArrives, 8},
     {"dies-after-init", "", Path::DiesAfterInit, 8},
 };
 
 bool isBootstrap(const Path& p) { return p.kind >= Path::InitRootDies; }
+bool acrossNodes(const Path& p) { return p.kind == Path::Hier || p.kind == Path::AllToAllNodes; }
+bool isAllToAll(const Path& p) { return p.kind == Path::AllToAll || p.kind == Path::AllToAllNodes; }
 
 /// What one rank reports through memory shared with the parent.
 struct RankRecord {
@@ -158,6 +162,18 @@ bool callUntil(const Run& run, int rank, cfxComm_t comm, float* buf, float* out,
         note(rec, cfxInternalError, "wrong data received");
         return false;
       }
+    } else if (isAllToAll(*run.path)) {
+      // Block j carries (rank, j): block i of what arrives must be (i, rank), at both ends.
+      const size_t c = run.path->count;
+      for (int j = 0; j < n; ++j) buf[size_t(j) * c] = buf[size_t(j + 1) * c - 1] = float(rank * kMaxRanks + j);
+      r = cfxAllToAll(buf, out, c, cfxFloat32, comm, nullptr);
+      for (int i = 0; r == cfxSuccess && i < n; ++i) {
+        const float want = float(i * kMaxRanks + rank);
+        if (out[size_t(i) * c] != want || out[size_t(i + 1) * c - 1] != want) {
+          note(rec, cfxInternalError, "wrong block received");
+          return false;
+        }
+      }
     } else {
       for (size_t i = 0; i < run.path->count; i += 997) buf[i] = 1.0f;
       buf[run.path->count - 1] = 1.0f;
@@ -199,7 +215,7 @@ int shrinkWorks(cfxComm_t comm, int rank, const Run& run) {
 int rankMain(const Run& run, int rank, Shared& sh) {
   RankRecord& rec = sh.ranks[rank];
   const int fdsBefore = countEntries("/proc/self/fd"), threadsBefore = countEntries("/proc/self/task");
-  if (run.path->kind == Path::Hier) {  // ranks 0..n/2-1 on one simulated node, the rest on another
+  if (acrossNodes(*run.path)) {  // ranks 0..n/2-1 on one simulated node, the rest on another
     setenv("CONFLUX_HOSTID", rank < run.nranks / 2 ? "fault-node0" : "fault-node1", 1);
     setenv("CONFLUX_OFI_ADDR", "127.0.0.1", 1);
     setenv("CONFLUX_TCP_ADDR", "127.0.0.1", 1);
@@ -241,8 +257,9 @@ int rankMain(const Run& run, int rank, Shared& sh) {
     if (cfxMemAlloc(&mem, bytes) != cfxSuccess) return 2;
     buf = static_cast<float*>(mem);
   } else {
-    privateBuf.assign(run.path->count, float(rank));
-    privateOut.assign(run.path->count, -1.0f);
+    const size_t elements = run.path->count * (isAllToAll(*run.path) ? size_t(run.nranks) : 1);
+    privateBuf.assign(elements, float(rank));
+    privateOut.assign(elements, -1.0f);
     buf = privateBuf.data();
     out = privateOut.data();
   }
@@ -363,7 +380,7 @@ std::string runOnce(const Run& run, double* worstDetect, double* worstAbort, int
              !(run.path->kind == Path::InitRootDies && std::strstr(rec.message, "store") != nullptr)) {
       // Across nodes a survivor may time out at the same moment as the victim's node-mates and name the
       // one it waited for there (their report naming the victim did not reach it in time): counted apart.
-      const int mate = run.path->kind == Path::Hier && nodeOf(r, run.nranks) != nodeOf(run.victim, run.nranks)
+      const int mate = acrossNodes(*run.path) && nodeOf(r, run.nranks) != nodeOf(run.victim, run.nranks)
                            ? mateOf(run.victim, run.nranks) : -1;
       if (mate >= 0 && names(rec.message, mate)) ++*namedMate;
       else why = who + "the error does not name " + victimName + ": " + rec.message;
@@ -372,7 +389,7 @@ std::string runOnce(const Run& run, double* worstDetect, double* worstAbort, int
     else if ((!isBootstrap(*run.path) || run.path->kind == Path::DiesAfterInit) && rec.shrinkOk != 1)
       why = who + "the shrunk communicator did not work";
     else if (rec.abortDestroyMs > kAbortDestroyBoundMs) why = who + "abort + destroy took " + std::to_string(int(rec.abortDestroyMs)) + " ms";
-    else if (rec.fdsLeaked != 0 && !(run.path->kind == Path::Hier && rec.fdsLeaked <= kParkedRailFds))
+    else if (rec.fdsLeaked != 0 && !(acrossNodes(*run.path) && rec.fdsLeaked <= kParkedRailFds))
       why = who + std::to_string(rec.fdsLeaked) + " descriptors leaked";
     else if (rec.threadsLeaked != 0) why = who + std::to_string(rec.threadsLeaked) + " threads leaked";
     if (why.empty() && rec.fdsLeaked > 0) ++*parked;
@@ -483,7 +500,7 @@ int main(int argc, char** argv) {
   for (const auto& c : cells) {
     Row row;
     row.cell = cellName(c);
-    if (c.first->kind == Path::Hier && !(features & CFX_FEATURE_OFI)) {
+    if (acrossNodes(*c.first) && !(features & CFX_FEATURE_OFI)) {
       ++skipped;
       continue;
     }

@@ -106,6 +106,7 @@ class CommNet : public transport::Network {
   std::string description_;
   std::string endpointKey_;
 
+  static constexpr auto kNoticeSendWait = std::chrono::milliseconds(50);  // see announceFailure
   static constexpr size_t kNoticeBytes = 1024;  // every notice is this long (receives match sizes exactly)
   using NoticeText = std::array<char, kNoticeBytes>;
   struct Notices {
@@ -113,6 +114,9 @@ class CommNet : public transport::Network {
     std::vector<NoticeText> in, out;
     std::vector<Request> received, sent;
   };
+  /// Progresses until every notice sent has left or @p until passes.
+  void sendNotices(Deadline until);
+
   std::shared_ptr<Notices> notices_;  // kept until the Transport closes: its receives stay posted
   bool announced_ = false;
   Status noticed_;
