@@ -37,8 +37,13 @@
 
 #include "conflux/conflux.h"
 #include "core/cli_numbers.h"
+#include "tests/common/process_resources.h"
 
 namespace {
+
+using conflux::testing::liveThreads;
+using conflux::testing::liveThreadsSettled;
+using conflux::testing::openDescriptors;
 
 constexpr int kMaxRanks = 8;
 constexpr double kDetectMarginMs = 1500;   // detection within the timeout plus this
@@ -53,15 +58,6 @@ double nowMs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);  // one clock for every process of the run
   return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
-}
-
-int countEntries(const char* dir) {
-  DIR* d = opendir(dir);
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-  closedir(d);
-  return n - 1;  // the directory stream's own descriptor (for /proc/self/fd)
 }
 
 /// What this process's descriptors are (stderr), to say what leaked.
@@ -214,7 +210,7 @@ int shrinkWorks(cfxComm_t comm, int rank, const Run& run) {
 
 int rankMain(const Run& run, int rank, Shared& sh) {
   RankRecord& rec = sh.ranks[rank];
-  const int fdsBefore = countEntries("/proc/self/fd"), threadsBefore = countEntries("/proc/self/task");
+  const int fdsBefore = openDescriptors(), threadsBefore = liveThreads();
   if (acrossNodes(*run.path)) {  // ranks 0..n/2-1 on one simulated node, the rest on another
     setenv("CONFLUX_HOSTID", rank < run.nranks / 2 ? "fault-node0" : "fault-node1", 1);
     setenv("CONFLUX_OFI_ADDR", "127.0.0.1", 1);
@@ -233,9 +229,8 @@ int rankMain(const Run& run, int rank, Shared& sh) {
   cfxComm_t comm = nullptr;
   auto leaks = [&] {
     // Threads may take a moment to be reaped after their join.
-    for (int i = 0; i < 50 && countEntries("/proc/self/task") > threadsBefore; ++i) usleep(10000);
-    rec.fdsLeaked = countEntries("/proc/self/fd") - fdsBefore;
-    rec.threadsLeaked = countEntries("/proc/self/task") - threadsBefore;
+    rec.threadsLeaked = liveThreadsSettled(threadsBefore, 500) - threadsBefore;
+    rec.fdsLeaked = openDescriptors() - fdsBefore;
     if (rec.fdsLeaked > 0) printDescriptors(rank);
     rec.phase.store(3);
   };

@@ -2,7 +2,6 @@
 // another (on one node, and across two simulated nodes over each network), every rank's file
 // descriptors and threads are back where they were before the first.
 #include <gtest/gtest.h>
-#include <dirent.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -12,20 +11,12 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/process_resources.h"
 #include "tests/multiproc/harness.h"
 
 using namespace conflux::testing;
 
 namespace {
-
-int entries(const char* dir) {
-  DIR* d = opendir(dir);
-  if (d == nullptr) return -1;
-  int n = 0;
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-  closedir(d);
-  return n - 1;  // the directory stream's own descriptor, for /proc/self/fd
-}
 
 /// Ids for `cycles` communicators, made by rank 0 (its process hosts their stores) and published here.
 struct Ids {
@@ -41,7 +32,7 @@ void cycle(const std::string& net, int nodes) {
   if (!net.empty()) opts.env = {{"CONFLUX_NET", net}};
   auto out = runRanks(4, [&](int rank, int n, const cfxUniqueId&) -> int {
     if (nodes > 1) simulateNode(rank * nodes / n);
-    const int fds = entries("/proc/self/fd"), threads = entries("/proc/self/task");
+    const int fds = openDescriptors(), threads = liveThreads();
     for (int c = 0; c < 4; ++c) {
       if (rank == 0) {
         EXPECT_EQ(cfxGetUniqueId(&ids->ids[c]), cfxSuccess);
@@ -57,9 +48,8 @@ void cycle(const std::string& net, int nodes) {
       EXPECT_EQ(v.back(), float(n));
       EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
     }
-    for (int i = 0; i < 100 && entries("/proc/self/task") > threads; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    EXPECT_EQ(entries("/proc/self/fd"), fds) << "rank " << rank << ": descriptors after 4 communicators";
-    EXPECT_EQ(entries("/proc/self/task"), threads) << "rank " << rank << ": threads after 4 communicators";
+    EXPECT_EQ(liveThreadsSettled(threads), threads) << "rank " << rank << ": threads after 4 communicators";
+    EXPECT_EQ(openDescriptors(), fds) << "rank " << rank << ": descriptors after 4 communicators";
     return 0;
   }, opts);
   EXPECT_TRUE(allSucceeded(out));

@@ -8,7 +8,6 @@
 // CI runs a short slice. CONFLUX_SOAK_CASES=N sets the cases per rank (the main thread's; the second
 // thread runs half as many), e.g. 100000 for the campaign in docs/reliability.md.
 #include <gtest/gtest.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,22 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/process_resources.h"
 #include "tests/multiproc/collective_cases.h"
 #include "tests/multiproc/harness.h"
 
 using namespace conflux::testing;
 
 namespace {
-
-int entries(const char* dir, const char* prefix = "") {
-  DIR* d = opendir(dir);
-  if (d == nullptr) return -1;
-  int n = 0;
-  const size_t len = std::string(prefix).size();
-  while (dirent* e = readdir(d)) n += e->d_name[0] != '.' && std::string(e->d_name).compare(0, len, prefix) == 0;
-  closedir(d);
-  return n;
-}
 
 long residentKiB() {
   long pages = 0, resident = 0;
@@ -56,7 +46,7 @@ void soak(int nodes, int cases) {
   opts.timeoutSec = 240 + cases / 100;  // 100000 cases took 28 s on one node and 134 s on two here
   auto out = runRanks(4, [&](int rank, int n, const cfxUniqueId& id) -> int {
     if (nodes > 1) simulateNode(rank * nodes / n);
-    const int fds = entries("/proc/self/fd") - 1, threads = entries("/proc/self/task");
+    const int fds = openDescriptors(), threads = liveThreads();
     cfxComm_t world = nullptr, half = nullptr, copy = nullptr;
     if (cfxCommInitRank(&world, n, id, rank) != cfxSuccess) return 2;
     if (cfxCommSplit(world, rank % 2, rank, &half, nullptr) != cfxSuccess) return 2;
@@ -74,8 +64,8 @@ void soak(int nodes, int cases) {
       if (rank == 0) {
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::printf("soak nodes %d: cases %d s %.1f rss_kib %ld fds %d threads %d shm %d\n", nodes,
-                    std::min(done + kChunk, cases), s, residentKiB(), entries("/proc/self/fd") - 1,
-                    entries("/proc/self/task"), entries("/dev/shm", "conflux-"));
+                    std::min(done + kChunk, cases), s, residentKiB(), openDescriptors(),
+                    liveThreads(), directoryEntries("/dev/shm", "conflux-"));
         std::fflush(stdout);
       }
     }
@@ -85,10 +75,9 @@ void soak(int nodes, int cases) {
     EXPECT_EQ(cfxCommDestroy(copy), cfxSuccess);
     EXPECT_EQ(cfxCommDestroy(half), cfxSuccess);
     EXPECT_EQ(cfxCommDestroy(world), cfxSuccess);
-    for (int i = 0; i < 100 && entries("/proc/self/task") > threads; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_LE(liveThreadsSettled(threads), threads) << "rank " << rank << ": threads";
     // Rank 0 had the world's rendezvous store (made with the id, before the baseline), gone with the world.
-    EXPECT_LE(entries("/proc/self/fd") - 1, fds) << "rank " << rank << ": descriptors";
-    EXPECT_LE(entries("/proc/self/task"), threads) << "rank " << rank << ": threads";
+    EXPECT_LE(openDescriptors(), fds) << "rank " << rank << ": descriptors";
     return 0;
   }, opts);
   EXPECT_TRUE(allSucceeded(out));
