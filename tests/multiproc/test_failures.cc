@@ -270,6 +270,47 @@ TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedToTheOtherNode) {
   for (int r = 0; r < 3; ++r) EXPECT_EQ(out[size_t(r)].exitCode, 0) << out[size_t(r)].describe();
 }
 
+// The same in a communicator split from the world, which shares the world's libfabric endpoints (its own
+// tag space): node 1's notice reaches node 0's ranks in the child too. Before, only the world listened for
+// notices, and node 0 waited out its own 30 s. The child is made twice (the first is destroyed healthy), so
+// the second takes a tag space whose earlier notice receives were withdrawn.
+TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedInASplitCommunicator) {
+  RunOptions opts;
+  opts.env = {{"CONFLUX_NET", GetParam()}, {"CONFLUX_ALGO", "hier"}};
+  opts.whileRunning = [](const std::vector<int>& pids) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    kill(pids[3], SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(9000));
+    kill(pids[3], SIGKILL);
+  };
+  auto out = runRanks(4, [](int rank, int nranks, const cfxUniqueId& id) -> int {
+    simulateNode(rank / 2);
+    setenv("CONFLUX_TIMEOUT_MS", rank < 2 ? "30000" : "3000", 1);
+    cfxComm_t world, first, child;
+    if (cfxCommInitRank(&world, nranks, id, rank) != cfxSuccess) return 2;
+    if (cfxCommSplit(world, 0, rank, &first, nullptr) != cfxSuccess) return 2;
+    std::vector<float> buf(size_t{1} << 18, 1.0f);
+    if (cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, first, nullptr) != cfxSuccess) return 2;
+    EXPECT_EQ(cfxCommDestroy(first), cfxSuccess);
+    if (cfxCommSplit(world, 0, rank, &child, nullptr) != cfxSuccess) return 2;
+    if (rank == 3) {
+      for (;;) cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, child, nullptr);
+    }
+    const Failure f = allReduceUntilError(rank, child, size_t{1} << 18, 40000);
+    EXPECT_NE(f.result, cfxSuccess);
+    EXPECT_TRUE(contains(f.message, "rank 3")) << f.message;
+    EXPECT_LT(f.detectMs, 3000.0 + 3000.0);  // node 1's timeout and its notice, not node 0's 30 s
+    if (rank < 2) {
+      EXPECT_TRUE(contains(f.message, "reported")) << f.message;
+    }
+    EXPECT_EQ(cfxCommDestroy(child), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(world), cfxSuccess);
+    return 0;
+  }, opts);
+  ASSERT_EQ(out.size(), 4u);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(out[size_t(r)].exitCode, 0) << out[size_t(r)].describe();
+}
+
 // abort() from another thread on node 1 while rank 3 never joins the call: rank 2's call ends Aborted and
 // its first error (the abort, recorded by the other thread) goes to node 0, whose ranks (timeout 30 s)
 // fail at once naming it instead of waiting for rank 2's connections to close or their own timeout.

@@ -14,7 +14,7 @@ CommNet::CommNet(std::shared_ptr<Transport> transport) : transport_(std::move(tr
 }
 
 CommNet::CommNet(const CommNet& parent, const std::vector<int>& members, int rank, uint32_t space)
-    : transport_(parent.transport_), rank_(rank), space_(space) {
+    : transport_(parent.transport_), rank_(rank), space_(space), onOtherNode_(parent.onOtherNode_) {
   if (space == 0 || space >= uint32_t(kMaxTagSpaces)) {
     throw Error(Code::InvalidArgument, "ofi: tag space " + std::to_string(space) + " is not one a child can hold");
   }
@@ -35,7 +35,10 @@ CommNet::~CommNet() {
   if (notices_ != nullptr) {
     // Notices still on their way get up to 200 ms to leave, as the tcp transport gives them.
     sendNotices(Clock::now() + std::chrono::milliseconds(200));
-    transport_->keepUntilClosed(notices_);
+    if (space_ == 0 || !withdrawNotices()) {
+      transport_->keepUntilClosed(notices_);
+      if (space_ != 0) retired_ = true;  // a receive still posted there would take a later view's notice
+    }
   }
   if (space_ != 0 && !retired_) transport_->releaseSpaces(uint32_t{1} << space_);
 }
@@ -49,25 +52,41 @@ Request CommNet::irecv(int peer, uint64_t tag, void* buf, size_t bytes) {
 }
 
 void CommNet::listenForNotices(const std::vector<int>& peers) {
-  if (space_ != 0 || notices_ != nullptr || peers.empty()) return;
+  if (space_ == 0 && onOtherNode_ == nullptr) {
+    auto other = std::make_shared<std::vector<bool>>(size_t(transport_->nranks()), false);
+    for (int p : peers) (*other)[size_t(ranks_[size_t(p)])] = true;
+    onOtherNode_ = std::move(other);
+  }
+  if (notices_ != nullptr || peers.empty()) return;
   auto n = std::make_shared<Notices>();
   n->peers = peers;
   n->in.resize(peers.size());
   n->out.resize(peers.size());
-  for (size_t i = 0; i < peers.size(); ++i) {
-    n->received.push_back(irecv(peers[i], transport::kFailureNoticeTag, n->in[i].data(), kNoticeBytes));
-  }
+  n->received.resize(peers.size());
   notices_ = std::move(n);
+  for (size_t i = 0; i < peers.size(); ++i) postNoticeReceive(i);
+}
+
+void CommNet::postNoticeReceive(size_t i) {
+  Notices& n = *notices_;
+  n.received[i] = irecv(n.peers[i], transport::kFailureNoticeTag, n.in[i].data(), kNoticeBytes);
+}
+
+bool CommNet::withdrawNotices() {
+  // Up to 200 ms, like a rail's close: an unmatched receive is cancelled at once.
+  if (!transport_->cancel(notices_->received, Clock::now() + std::chrono::milliseconds(200))) return false;
+  return std::all_of(notices_->sent.begin(), notices_->sent.end(), [](const Request& r) { return r.done(); });
 }
 
 void CommNet::announceFailure(const Status& status) {
   if (notices_ == nullptr || announced_) return;
   announced_ = true;
   Notices& n = *notices_;
-  const std::string text = status.message().substr(0, kNoticeBytes - 1);
+  const std::string text = status.message().substr(0, kNoticeBytes - sizeof noticeId_ - 1);
   for (size_t i = 0; i < n.peers.size(); ++i) {
     n.out[i].fill('\0');
-    std::memcpy(n.out[i].data(), text.data(), text.size());
+    std::memcpy(n.out[i].data(), &noticeId_, sizeof noticeId_);
+    std::memcpy(n.out[i].data() + sizeof noticeId_, text.data(), text.size());
     n.sent.push_back(isend(n.peers[i], transport::kFailureNoticeTag, n.out[i].data(), kNoticeBytes));
   }
   // Progress is manual: a notice moves only while this rank calls into the transport, and a rank that
@@ -93,7 +112,14 @@ Status CommNet::failure() {
     // A receive that failed (the peer's connection broke) is no notice: the caller's own requests say so.
     if (!r.done() || r.failed()) continue;
     const NoticeText& t = notices_->in[i];
-    noticed_ = Status(Code::RemoteError, "ofi: " + std::string(t.data(), strnlen(t.data(), kNoticeBytes)));
+    uint64_t id = 0;
+    std::memcpy(&id, t.data(), sizeof id);
+    if (id != noticeId_) {  // for a view that had this tag space before: not this one's business
+      postNoticeReceive(i);
+      continue;
+    }
+    const char* text = t.data() + sizeof id;
+    noticed_ = Status(Code::RemoteError, "ofi: " + std::string(text, strnlen(text, kNoticeBytes - sizeof id)));
     break;
   }
   return noticed_;

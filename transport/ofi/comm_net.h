@@ -67,10 +67,13 @@ class CommNet : public transport::Network {
   /// rest back. Null when no space is free on every member.
   std::shared_ptr<transport::Network> shareWith(const std::vector<int>& members, int rank,
                                                 const transport::BlobAllGather& allGather) override;
-  /// Failure notices, in tag space 0 only (a shared view's communicator gives up on a failed peer at its
-  /// own timeout): posts a receive for a notice from each of `peers` (every rank on another node), which
-  /// stays posted until the Transport closes. announceFailure then sends one to each, and failure()
-  /// reports the first that arrived. Call once, before any call.
+  /// Failure notices: posts a receive for a notice from each of `peers` (every rank of this view on
+  /// another node). announceFailure then sends one to each, and failure() reports the first that arrived.
+  /// The opener's (space 0) stay posted until the Transport closes; a shared view's are cancelled when the
+  /// view goes, so that its tag space can be given to a later view (and when they cannot be, the space
+  /// stays taken). Each notice carries the view's id (noticeId_), which its members agree on, so that a
+  /// late notice for an earlier view in the same space is not taken for this one's. Call once, before any
+  /// call. The opener names the Transport's ranks on other nodes; shared views take theirs from it.
   void listenForNotices(const std::vector<int>& peers);
   /// Starts sending `status`'s text to every rank listenForNotices named (once); the destructor gives
   /// the sends still under way up to 200 ms.
@@ -116,8 +119,16 @@ class CommNet : public transport::Network {
   };
   /// Progresses until every notice sent has left or @p until passes.
   void sendNotices(Deadline until);
+  /// Posts (again) the receive for a notice from the view's i-th notice peer.
+  void postNoticeReceive(size_t i);
+  /// At a shared view's end: its notice receives are withdrawn; false when one could not be.
+  bool withdrawNotices();
 
   std::shared_ptr<Notices> notices_;  // kept until the Transport closes: its receives stay posted
+  /// By the Transport's rank: whether it is on another node (what listenForNotices was given at the
+  /// opener), shared by every view of the Transport.
+  std::shared_ptr<const std::vector<bool>> onOtherNode_;
+  uint64_t noticeId_ = 0;  ///< this view's id in its notices (0: the opener's)
   bool announced_ = false;
   Status noticed_;
 };

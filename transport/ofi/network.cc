@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/bootstrap/crypto.h"
 #include "core/bootstrap/store_server.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -18,6 +19,13 @@ namespace {
 uint32_t lowestSpace(uint32_t mask) {
   mask &= ~uint32_t{1};
   return mask == 0 ? 0 : static_cast<uint32_t>(std::countr_zero(mask));
+}
+
+uint64_t randomNonce() {
+  const std::vector<uint8_t> bytes = bootstrap::randomBytes(sizeof(uint64_t));
+  uint64_t v = 0;
+  std::memcpy(&v, bytes.data(), sizeof v);
+  return v;
 }
 
 std::string railList(const Capabilities& caps) {
@@ -65,14 +73,30 @@ void CommNet::retire(std::shared_ptr<void> buffers) {
 
 std::shared_ptr<transport::Network> CommNet::shareWith(const std::vector<int>& members, int rank,
                                                        const transport::BlobAllGather& allGather) {
+  struct Offer {
+    uint32_t spaces;
+    uint32_t unused;
+    uint64_t nonce;  // member 0's becomes the view's notice id
+  };
   const uint32_t offered = transport_->takeFreeSpaces();
   uint32_t space = 0;
   std::shared_ptr<CommNet> view;
   try {
+    const std::vector<Offer> offers = transport::allGatherValues(allGather, Offer{offered, 0, randomNonce()});
     uint32_t common = offered;
-    for (uint32_t theirs : transport::allGatherValues(allGather, offered)) common &= theirs;  // every member's
+    for (const Offer& theirs : offers) common &= theirs.spaces;  // every member's
     space = lowestSpace(common);
-    if (space != 0) view = std::make_shared<CommNet>(*this, members, rank, space);
+    if (space != 0) {
+      view = std::make_shared<CommNet>(*this, members, rank, space);
+      view->noticeId_ = offers.empty() ? 0 : offers[0].nonce | 1;  // never the opener's 0
+      if (onOtherNode_ != nullptr) {
+        std::vector<int> remote;
+        for (int r = 0; r < view->nranks(); ++r) {
+          if ((*onOtherNode_)[size_t(view->transportRank(r))]) remote.push_back(r);
+        }
+        view->listenForNotices(remote);
+      }
+    }
   } catch (...) {
     transport_->releaseSpaces(offered);
     throw;
