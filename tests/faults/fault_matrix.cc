@@ -159,12 +159,14 @@ bool callUntil(const Run& run, int rank, cfxComm_t comm, float* buf, float* out,
         return false;
       }
     } else if (isAllToAll(*run.path)) {
-      // Block j carries (rank, j): block i of what arrives must be (i, rank), at both ends.
+      // Block j carries (call, rank, j): block i of what arrives must be (call, i, rank), at both ends
+      // (the call's number in it, so that a block left from an earlier call does not pass).
       const size_t c = run.path->count;
-      for (int j = 0; j < n; ++j) buf[size_t(j) * c] = buf[size_t(j + 1) * c - 1] = float(rank * kMaxRanks + j);
+      const int call = (rec.calls % 1024) * kMaxRanks * kMaxRanks;
+      for (int j = 0; j < n; ++j) buf[size_t(j) * c] = buf[size_t(j + 1) * c - 1] = float(call + rank * kMaxRanks + j);
       r = cfxAllToAll(buf, out, c, cfxFloat32, comm, nullptr);
       for (int i = 0; r == cfxSuccess && i < n; ++i) {
-        const float want = float(i * kMaxRanks + rank);
+        const float want = float(call + i * kMaxRanks + rank);
         if (out[size_t(i) * c] != want || out[size_t(i + 1) * c - 1] != want) {
           note(rec, cfxInternalError, "wrong block received");
           return false;

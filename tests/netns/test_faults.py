@@ -100,7 +100,7 @@ def main(argv):
         print("unknown scenario %r; one of %s" % (scenario, ", ".join(SCENARIOS)))
         return 1
     trace_prog = argv[3] if len(argv) > 3 and SCENARIOS[scenario].trace else None
-    problem = nc.capability_problem()
+    problem = nc.capability_problem() or (nc.tc_problem() if scenario == "slow_link" else None)
     if problem:
         print("netns: skipped: " + problem)
         return nc.SKIP_RC
@@ -145,6 +145,9 @@ def check_rank(r, res, scenario, sc):
         if scenario == "slow_link" and slowest <= sc.timeout_ms:
             return ["rank %d: no call took longer than the timeout (%d ms): the link was not slow enough" % (
                 r.rank, slowest)]
+        if scenario == "link_flap" and slowest < 800:
+            return ["rank %d: no call waited for the cut (slowest %d ms): the cut missed the traffic" % (
+                r.rank, slowest)]
         return []
     expected_rc = 0 if sc.recovers else 3
     if r.returncode != expected_rc or not failed:
@@ -154,6 +157,8 @@ def check_rank(r, res, scenario, sc):
     bad = []
     if not re.search(r"rank \d", msg):
         bad.append("rank %d: the error names no rank: %s" % (r.rank, msg))
+    if ms > sc.timeout_ms + SLACK_MS:
+        bad.append("rank %d: the call failed after %d ms (CONFLUX_TIMEOUT_MS=%d)" % (r.rank, ms, sc.timeout_ms))
     if sc.recovers:
         rec = [m for m in (RECOVERED.search(t) for t in out) if m]
         if not rec:

@@ -92,8 +92,8 @@ void CommNet::announceFailure(const Status& status) {
   // Progress is manual: a notice moves only while this rank calls into the transport, and a rank that
   // failed may next spend seconds elsewhere (a shrink's rendezvous, the caller's own clean-up) while the
   // other nodes time out naming the wrong rank (found by the fault matrix: hier/kill). So the notices get a
-  // short wait here, which live peers meet in well under a millisecond; only a notice to a stopped peer
-  // uses it all, and the destructor gives what is left up to 200 ms more.
+  // short wait here, which live peers meet in well under a millisecond; a notice to a stopped peer, or
+  // over a link that is down, uses it all, and the destructor gives what is left up to 200 ms more.
   sendNotices(Clock::now() + kNoticeSendWait);
 }
 

@@ -75,8 +75,8 @@ class CommNet : public transport::Network {
   /// late notice for an earlier view in the same space is not taken for this one's. Call once, before any
   /// call. The opener names the Transport's ranks on other nodes; shared views take theirs from it.
   void listenForNotices(const std::vector<int>& peers);
-  /// Starts sending `status`'s text to every rank listenForNotices named (once); the destructor gives
-  /// the sends still under way up to 200 ms.
+  /// Sends `status`'s text to every rank listenForNotices named (once), progressing until the sends have
+  /// left or kNoticeSendWait (50 ms) passed; the destructor gives those still under way up to 200 ms more.
   void announceFailure(const Status& status) override;
   /// The first notice that arrived ("ofi: <its text>"); ok while none did.
   Status failure() override;
