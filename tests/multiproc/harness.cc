@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -86,6 +87,33 @@ std::vector<std::string> shmFiles(const std::string& prefix) {
   }
   closedir(d);
   return names;
+}
+
+namespace {
+
+std::atomic<int>& initializedRanks() {
+  // Mapped on first use, which resetInitialized() makes happen before the ranks are forked.
+  static auto* counter = [] {
+    void* p = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) std::abort();
+    return new (p) std::atomic<int>(0);
+  }();
+  return *counter;
+}
+
+}  // namespace
+
+void resetInitialized() { initializedRanks().store(0); }
+
+void markInitialized() { initializedRanks().fetch_add(1); }
+
+bool waitInitialized(int nranks, int limitMs) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(limitMs);
+  while (initializedRanks().load() < nranks) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 void simulateNode(int node) {

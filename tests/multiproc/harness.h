@@ -29,6 +29,15 @@ using RankBody = std::function<int(int rank, int nranks, const cfxUniqueId& id)>
 
 std::vector<RankOutcome> runRanks(int nranks, const RankBody& body, const RunOptions& opts = {});
 
+/// Ranks that have a communicator, counted in memory the forked ranks share with the parent: a rank calls
+/// markInitialized() after its init, and a whileRunning hook waits for all of them before it injects a
+/// fault, so that the fault lands in the calls however slow init is (under the sanitizers on a loaded
+/// machine a fixed delay was sometimes shorter than init). resetInitialized() before runRanks.
+void resetInitialized();
+void markInitialized();
+/// Waits until `nranks` ranks called markInitialized() (at most `limitMs`); true when they all did.
+bool waitInitialized(int nranks, int limitMs = 60000);
+
 /// Makes this process (a forked rank, before cfxCommInitRank) a rank of simulated node `node`: its own
 /// node identity, so ranks of other nodes are reached through libfabric (tcp over loopback), not shared
 /// memory. Needs a build with libfabric.

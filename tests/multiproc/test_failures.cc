@@ -56,13 +56,16 @@ TEST_P(FailuresBySize, KilledRankBecomesAnErrorNamingItOnEverySurvivor) {
   const size_t count = GetParam();
   auto before = shmFiles();
   RunOptions opts;
+  resetInitialized();
   opts.whileRunning = [](const std::vector<int>& pids) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    waitInitialized(int(pids.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     kill(pids[2], SIGKILL);
   };
   auto out = runRanks(n, [count](int rank, int nranks, const cfxUniqueId& id) -> int {
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    markInitialized();
     const Failure f = allReduceUntilError(rank, comm, count, 20000);
     EXPECT_EQ(f.result, cfxRemoteError);
     EXPECT_TRUE(contains(f.message, "rank 2")) << f.message;
@@ -206,14 +209,17 @@ TEST_P(FailuresAcrossNodes, KilledRankOnAnotherNodeIsAnErrorOnEverySurvivor) {
 #endif
   RunOptions opts;
   opts.env = {{"CONFLUX_NET", net}, {"CONFLUX_TIMEOUT_MS", "4000"}};
+  resetInitialized();
   opts.whileRunning = [](const std::vector<int>& pids) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    waitInitialized(int(pids.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     kill(pids[3], SIGKILL);
   };
   auto out = runRanks(4, [seesResets](int rank, int nranks, const cfxUniqueId& id) -> int {
     simulateNode(rank / 2);
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    markInitialized();
     const Failure f = allReduceUntilError(rank, comm, size_t{1} << 18, 20000);
     EXPECT_NE(f.result, cfxSuccess);
     // Over tcp the other node sees its connections reset by its kernel, or hears from node 1, at once.
@@ -241,8 +247,10 @@ TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedToTheOtherNode) {
   // memory, so node 1 is the first to time out and names rank 3 (in a flat tree it may wait for a rank of
   // node 0 instead, which waits for rank 3, and the first timeout names that rank).
   opts.env = {{"CONFLUX_NET", GetParam()}, {"CONFLUX_ALGO", "hier"}};
+  resetInitialized();
   opts.whileRunning = [](const std::vector<int>& pids) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    waitInitialized(int(pids.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     kill(pids[3], SIGSTOP);
     std::this_thread::sleep_for(std::chrono::milliseconds(9000));  // the survivors are done by now
     kill(pids[3], SIGKILL);
@@ -252,6 +260,7 @@ TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedToTheOtherNode) {
     setenv("CONFLUX_TIMEOUT_MS", rank < 2 ? "30000" : "3000", 1);
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
+    markInitialized();
     if (rank == 3) {
       std::vector<float> buf(size_t{1} << 18, 1.0f);
       for (;;) cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
@@ -271,14 +280,16 @@ TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedToTheOtherNode) {
 }
 
 // The same in a communicator split from the world, which shares the world's libfabric endpoints (its own
-// tag space): node 1's notice reaches node 0's ranks in the child too. Before, only the world listened for
-// notices, and node 0 waited out its own 30 s. The child is made twice (the first is destroyed healthy), so
-// the second takes a tag space whose earlier notice receives were withdrawn.
+// tag space): node 1's notice, which names the child, reaches node 0's ranks in the child too. Before, only
+// the world heard notices, and node 0 waited out its own 30 s. The child is made twice (the first is
+// destroyed healthy), so the second has the same tag space as an earlier communicator.
 TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedInASplitCommunicator) {
   RunOptions opts;
   opts.env = {{"CONFLUX_NET", GetParam()}, {"CONFLUX_ALGO", "hier"}};
+  resetInitialized();
   opts.whileRunning = [](const std::vector<int>& pids) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    waitInitialized(int(pids.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     kill(pids[3], SIGSTOP);
     std::this_thread::sleep_for(std::chrono::milliseconds(9000));
     kill(pids[3], SIGKILL);
@@ -293,6 +304,7 @@ TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedInASplitCommunicator) {
     if (cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, first, nullptr) != cfxSuccess) return 2;
     EXPECT_EQ(cfxCommDestroy(first), cfxSuccess);
     if (cfxCommSplit(world, 0, rank, &child, nullptr) != cfxSuccess) return 2;
+    markInitialized();
     if (rank == 3) {
       for (;;) cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, child, nullptr);
     }

@@ -5,7 +5,6 @@
 // nothing is left in /dev/shm.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,7 +14,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,33 +41,15 @@ cfxResult_t allReduceUntilError(cfxComm_t comm, double limitMs) {
   return r;
 }
 
-/// How many ranks have a communicator: a counter in memory the forked ranks share with the parent (mapped
-/// once, before the first fork), so that a fault is injected after init however slow init is (under the
-/// sanitizers on a loaded machine it took longer than the fixed delay used before, and the victim died in
-/// init instead of mid-call).
-std::atomic<int>& initializedRanks() {
-  static auto* counter = [] {
-    void* p = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) std::abort();
-    return new (p) std::atomic<int>(0);
-  }();
-  return *counter;
-}
-
-/// Called by a rank once its communicator exists.
-void initialized() { initializedRanks().fetch_add(1); }
-
-/// Kills rank `victim` with `sig` once every rank has initialized (initialized()) and the ranks have
-/// called for a while.
+/// Kills rank `victim` with `sig` once every rank has a communicator (markInitialized) and the ranks
+/// have called for a while. A fixed delay of 1.2 s from the fork let a slow init (ASan on a loaded
+/// machine) lose the victim during init.
 RunOptions killing(int victim, int sig = SIGKILL, std::vector<std::pair<std::string, std::string>> env = {}) {
-  initializedRanks().store(0);
+  resetInitialized();
   RunOptions opts;
   opts.env = std::move(env);
   opts.whileRunning = [victim, sig](const std::vector<int>& pids) {
-    const auto until = Clock::now() + std::chrono::seconds(60);
-    while (initializedRanks().load() < int(pids.size()) && Clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    waitInitialized(int(pids.size()));
     std::this_thread::sleep_for(std::chrono::milliseconds(700));
     kill(pids[size_t(victim)], sig);
     if (sig == SIGSTOP) {  // the survivors time out on it, shrink and finish meanwhile
@@ -140,7 +120,7 @@ TEST(CommShrink, SurvivorsOfAKilledRankCarryOn) {
   auto out = runRanks(5, [](int rank, int n, const cfxUniqueId& id) -> int {
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
-    initialized();
+    markInitialized();
     return surviveAndShrink(comm, rank, 2, {0, 1, 3, 4}, smallSweep());
   }, killing(2));
   for (int r : {0, 1, 3, 4}) EXPECT_TRUE(out[size_t(r)].ok()) << out[size_t(r)].describe();
@@ -153,7 +133,7 @@ TEST(CommShrink, TheLowestRankDiesAndTheNextLeads) {
   auto out = runRanks(3, [](int rank, int n, const cfxUniqueId& id) -> int {
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
-    initialized();
+    markInitialized();
     return surviveAndShrink(comm, rank, 0, {1, 2}, fullSweep({3, 70001}));
   }, killing(0));
   EXPECT_TRUE(out[1].ok()) << out[1].describe();
@@ -169,7 +149,7 @@ TEST(CommShrink, AStoppedRankIsShrunkAway) {
     cfg.timeoutMs = 1500;
     cfxComm_t comm;
     if (cfxCommInitRankConfig(&comm, n, id, rank, &cfg) != cfxSuccess) return 2;
-    initialized();
+    markInitialized();
     if (rank == 1) {  // runs until it is stopped, then killed
       std::vector<float> buf(1 << 14, 1.0f);
       for (;;) cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
@@ -338,7 +318,7 @@ TEST_P(ShrinkAcrossNodes, SurvivorsOnBothNodesCarryOn) {
     simulateNode(rank / 2);
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
-    initialized();
+    markInitialized();
     const int r = surviveAndShrink(comm, rank, 3, {0, 1, 2}, fullSweep({3, 40000}));
     if (net == "ofi") {
       EXPECT_EQ(linesContaining(logs.mine(), "(the split parent's endpoints) in tag space 1"), 1)

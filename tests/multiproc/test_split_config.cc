@@ -219,6 +219,34 @@ TEST(CommSplit, ChildrenShareTheParentsEndpointsAcrossNodes) {
   EXPECT_TRUE(allSucceeded(out));
 }
 
+// Many children alive at once, all sharing the world's endpoints (as PyTorch's groups and device meshes
+// make them): what each child keeps posted for itself (its failure-notice receives) must not use up the
+// receives a rank may post to a peer at once (CONFLUX_OFI_INFLIGHT, 8), or large messages stop moving.
+// Each child, and the world after them, all-reduces large and small buffers correctly within the timeout.
+TEST(CommSplit, ManyLiveChildrenSharingEndpointsStillCarryLargeMessages) {
+  RunOptions opts;
+  opts.env = {{"CONFLUX_TIMEOUT_MS", "5000"}};
+  auto out = runRanks(4, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    simulateNode(rank / 2);
+    cfxComm_t world;
+    if (cfxCommInitRank(&world, n, id, rank) != cfxSuccess) return 2;
+    std::vector<cfxComm_t> children(12, nullptr);
+    for (cfxComm_t& c : children) {
+      EXPECT_EQ(cfxCommSplit(world, 0, rank, &c, nullptr), cfxSuccess) << cfxGetLastError(world);
+      if (c == nullptr) return 1;
+    }
+    for (size_t i = 0; i < children.size(); ++i) {
+      EXPECT_TRUE(allReduces(children[i], rank, 1 + 2 + 3 + 4, 4)) << "rank " << rank << ": child " << i << ": "
+                                                                   << cfxGetLastError(children[i]);
+    }
+    EXPECT_TRUE(allReduces(world, rank, 1 + 2 + 3 + 4, 4)) << "rank " << rank << ": the world";
+    for (cfxComm_t c : children) EXPECT_EQ(cfxCommDestroy(c), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(world), cfxSuccess);
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
 // A child whose call failed (rank 0 all-reduces alone and times out) leaves its tag space taken on the
 // failed rank when it goes: the next child of the same ranks gets space 2, not the space whose receives
 // may still be posted.

@@ -9,6 +9,7 @@
 
 #include "test_ofi_util.h"
 #include "transport/ofi/comm_net.h"
+#include "transport/ofi/notice_board.h"
 
 namespace {
 
@@ -17,6 +18,7 @@ using conflux::Code;
 using conflux::ofi::CommNet;
 using conflux::ofi::kMaxSpaceTag;
 using conflux::ofi::makeUserTag;
+using conflux::ofi::NoticeBoard;
 
 /// The Transport of a runThreads rank, as the shared_ptr a CommNet holds (runThreads owns it).
 std::shared_ptr<Transport> borrowed(Transport& t) { return std::shared_ptr<Transport>(&t, [](Transport*) {}); }
@@ -78,6 +80,47 @@ TEST(OfiCommNet, TwoViewsOnTwoThreadsWithTheSameTags) {
     EXPECT_EQ(t.takeFreeSpaces(), 0xfffeu) << "the child's space comes back when it goes";
     t.releaseSpaces(0xffffu);
     EXPECT_EQ(t.takeFreeSpaces(), 0xfffeu) << "space 0 is never given out";
+  });
+}
+
+// One board per Transport hears the notices of every communicator on it: it keeps each by the id it
+// names (the first per id), posts its one receive per peer again after each, so that later notices and
+// ordinary messages still arrive.
+TEST(OfiNoticeBoard, NoticesAreKeptByTheCommunicatorTheyName) {
+  runThreads(2, {}, [&](int rank, Transport& t, ThreadGroup& group) {
+    if (rank == 0) {
+      auto board = std::make_shared<NoticeBoard>(t, std::vector<int>{1});
+      t.keepUntilClosed(board);
+      EXPECT_TRUE(board->onOtherNode(1));
+      EXPECT_FALSE(board->onOtherNode(0));
+      EXPECT_FALSE(board->onOtherNode(2));
+      EXPECT_FALSE(board->heard(0).has_value());
+      group.barrier();  // rank 1 sends now
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while ((!board->heard(0) || !board->heard(7)) && std::chrono::steady_clock::now() < until) t.progress();
+      EXPECT_EQ(board->heard(7).value_or("none"), "rank 1 reported: first for 7");
+      EXPECT_EQ(board->heard(0).value_or("none"), "rank 1 reported: for the opener");
+      EXPECT_FALSE(board->heard(5).has_value()) << "no notice named communicator 5";
+      uint32_t v = 0;
+      Request r = t.irecv(1, makeUserTag(2, 9), &v, sizeof v);
+      EXPECT_TRUE(t.wait(r).isOk());
+      EXPECT_EQ(v, 42u) << "an ordinary message after the notices";
+    } else {
+      group.barrier();
+      const std::vector<std::pair<uint64_t, std::string>> notices = {
+          {7, "rank 1 reported: first for 7"}, {0, "rank 1 reported: for the opener"}, {7, "rank 1 reported: again"}};
+      std::vector<NoticeBoard::NoticeText> out;
+      out.reserve(notices.size());
+      std::vector<Request> sent;
+      for (const auto& [id, text] : notices) {
+        out.push_back(NoticeBoard::compose(id, text));
+        sent.push_back(t.isend(0, NoticeBoard::wireTag(), out.back().data(), NoticeBoard::kNoticeBytes));
+      }
+      uint32_t v = 42;
+      sent.push_back(t.isend(0, makeUserTag(2, 9), &v, sizeof v));
+      EXPECT_TRUE(t.wait(sent).isOk());
+    }
+    group.barrier();
   });
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/ofi/notice_board.h"
 #include "transport/ofi/tags.h"
 #include "transport/ofi/transport.h"
 #include "transport/network.h"
@@ -67,18 +68,13 @@ class CommNet : public transport::Network {
   /// rest back. Null when no space is free on every member.
   std::shared_ptr<transport::Network> shareWith(const std::vector<int>& members, int rank,
                                                 const transport::BlobAllGather& allGather) override;
-  /// Failure notices: posts a receive for a notice from each of `peers` (every rank of this view on
-  /// another node). announceFailure then sends one to each, and failure() reports the first that arrived.
-  /// The opener's (space 0) stay posted until the Transport closes; a shared view's are cancelled when the
-  /// view goes, so that its tag space can be given to a later view (and when they cannot be, the space
-  /// stays taken). Each notice carries the view's id (noticeId_), which its members agree on, so that a
-  /// late notice for an earlier view in the same space is not taken for this one's. Call once, before any
-  /// call. The opener names the Transport's ranks on other nodes; shared views take theirs from it.
+  /// Failure notices (notice_board.h), for the view that opened the Transport: makes the Transport's
+  /// NoticeBoard, listening to `peers` (every rank on another node). Call once, before any call.
   void listenForNotices(const std::vector<int>& peers);
-  /// Sends `status`'s text to every rank listenForNotices named (once), progressing until the sends have
+  /// Sends `status`'s text to this view's ranks on other nodes (once), progressing until the sends have
   /// left or kNoticeSendWait (50 ms) passed; the destructor gives those still under way up to 200 ms more.
   void announceFailure(const Status& status) override;
-  /// The first notice that arrived ("ofi: <its text>"); ok while none did.
+  /// The first notice for this view that arrived ("ofi: <its text>"); ok while none did.
   Status failure() override;
   /// What describe() and endpointKey() say (set by the opener).
   void setIdentity(std::string description, std::string endpointKey) {
@@ -110,25 +106,19 @@ class CommNet : public transport::Network {
   std::string endpointKey_;
 
   static constexpr auto kNoticeSendWait = std::chrono::milliseconds(50);  // see announceFailure
-  static constexpr size_t kNoticeBytes = 1024;  // every notice is this long (receives match sizes exactly)
-  using NoticeText = std::array<char, kNoticeBytes>;
-  struct Notices {
-    std::vector<int> peers;
-    std::vector<NoticeText> in, out;
-    std::vector<Request> received, sent;
-  };
+  /// A shared view's notices: the parent's board, and `id`, which every member of the view was given.
+  void shareNotices(const CommNet& parent, uint64_t id);
   /// Progresses until every notice sent has left or @p until passes.
   void sendNotices(Deadline until);
-  /// Posts (again) the receive for a notice from the view's i-th notice peer.
-  void postNoticeReceive(size_t i);
-  /// At a shared view's end: its notice receives are withdrawn; false when one could not be.
-  bool withdrawNotices();
 
-  std::shared_ptr<Notices> notices_;  // kept until the Transport closes: its receives stay posted
-  /// By the Transport's rank: whether it is on another node (what listenForNotices was given at the
-  /// opener), shared by every view of the Transport.
-  std::shared_ptr<const std::vector<bool>> onOtherNode_;
-  uint64_t noticeId_ = 0;  ///< this view's id in its notices (0: the opener's)
+  struct Outgoing {
+    std::vector<NoticeBoard::NoticeText> text;
+    std::vector<Request> sent;
+  };
+  std::shared_ptr<NoticeBoard> board_;  ///< the Transport's, made by the view that opened it
+  std::vector<int> noticePeers_;        ///< this view's ranks on other nodes
+  uint64_t noticeId_ = 0;               ///< this view's id in notices (0: the opener's)
+  std::shared_ptr<Outgoing> outgoing_;  ///< the notices this view sent (kept until the endpoints close)
   bool announced_ = false;
   Status noticed_;
 };

@@ -363,12 +363,6 @@ void Rail::failSlot(Slot* slot, Status status) {
   op->fail(std::move(status));
 }
 
-void Rail::cancelPosted(const detail::Op* op) {
-  for (Slot& slot : slots_) {
-    if (slot.op.get() == op) fi_cancel(&ep_->fid, &slot);
-  }
-}
-
 void Rail::abortAll(const Status& status) {
   auto end = [&](const std::shared_ptr<detail::Op>& op) {
     if (!op || op->done) return;

@@ -55,10 +55,6 @@ class Rail {
   int progress();
   /// Ends every queued or posted op with `status` (used before the rail is closed).
   void abortAll(const Status& status);
-  /// Asks the provider to cancel the chunks of `op` posted on this rail (fi_cancel); each then completes
-  /// through progress(), with FI_ECANCELED or, when it had already matched, as it finishes. The caller
-  /// has failed `op`, so its queued chunks are never posted.
-  void cancelPosted(const detail::Op* op);
 
   // Blocking support (progress.cc).
   int waitFd() const { return waitFd_; }

@@ -88,14 +88,7 @@ std::shared_ptr<transport::Network> CommNet::shareWith(const std::vector<int>& m
     space = lowestSpace(common);
     if (space != 0) {
       view = std::make_shared<CommNet>(*this, members, rank, space);
-      view->noticeId_ = offers.empty() ? 0 : offers[0].nonce | 1;  // never the opener's 0
-      if (onOtherNode_ != nullptr) {
-        std::vector<int> remote;
-        for (int r = 0; r < view->nranks(); ++r) {
-          if ((*onOtherNode_)[size_t(view->transportRank(r))]) remote.push_back(r);
-        }
-        view->listenForNotices(remote);
-      }
+      view->shareNotices(*this, offers.empty() ? 1 : offers[0].nonce | 1);  // never the opener's 0
     }
   } catch (...) {
     transport_->releaseSpaces(offered);

@@ -291,23 +291,6 @@ void Transport::poll(Deadline until, Waiter* given) {
   waiter.seen_ = completions_;
 }
 
-bool Transport::cancel(std::span<Request> requests, Deadline until) {
-  auto allDone = [&] {
-    return std::all_of(requests.begin(), requests.end(), [](const Request& r) { return r.done(); });
-  };
-  {
-    std::lock_guard lock(mutex_);
-    for (Request& r : requests) {
-      auto* op = static_cast<detail::Op*>(r.state());
-      if (op == nullptr || op->done) continue;
-      op->fail(Status(Code::Aborted, describeOp(*op, rank_) + ": cancelled"));
-      for (auto& rail : rails_) rail->cancelPosted(op);
-    }
-  }
-  while (!allDone() && Clock::now() < until) poll(until);
-  return allDone();
-}
-
 bool Transport::test(Request& request) {
   if (!request.done()) progress();
   return request.done();

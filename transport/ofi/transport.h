@@ -184,13 +184,6 @@ class Transport {
   Status wait(Request& request) { return wait(request, defaultDeadline()); }
   /// now + Options::timeout.
   Deadline defaultDeadline() const { return Clock::now() + timeout_; }
-  /// Withdraws the requests not done yet: each fails (Aborted, "cancelled"), its queued chunks are never
-  /// posted and its posted ones are cancelled at the provider; then progresses until all are done or
-  /// `until` passes. True when every request is done, so that nothing can write into its buffer any more.
-  /// A posted chunk the provider cannot cancel (a receive that matched a message still arriving, a send
-  /// to a peer that stopped reading) keeps its request open: the buffer must then live on
-  /// (keepUntilClosed).
-  bool cancel(std::span<Request> requests, Deadline until);
 
   /// Registers [ptr, ptr+bytes) with `rail`'s domain through its cache (a hit reuses the registration)
   /// and pins the entry until release(). Returns nullptr with `error` set when registration fails.

@@ -1,0 +1,52 @@
+#include "transport/ofi/notice_board.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "transport/ofi/tags.h"
+#include "transport/transport.h"
+
+namespace conflux::ofi {
+
+NoticeBoard::NoticeBoard(Transport& transport, const std::vector<int>& remote)
+    : transport_(transport), other_(size_t(transport.nranks()), false), peers_(remote) {
+  for (int r : remote) other_[size_t(r)] = true;
+  in_.resize(peers_.size());
+  received_.resize(peers_.size());
+  std::lock_guard lock(mutex_);
+  for (size_t i = 0; i < peers_.size(); ++i) post(i);
+}
+
+uint64_t NoticeBoard::wireTag() { return spaceTag(0, transport::kFailureNoticeTag); }
+
+void NoticeBoard::post(size_t i) {
+  received_[i] = transport_.irecv(peers_[i], wireTag(), in_[i].data(), kNoticeBytes);
+}
+
+NoticeBoard::NoticeText NoticeBoard::compose(uint64_t id, const std::string& text) {
+  NoticeText t{};
+  std::memcpy(t.data(), &id, sizeof id);
+  std::memcpy(t.data() + sizeof id, text.data(), std::min(text.size(), kNoticeBytes - sizeof id - 1));
+  return t;
+}
+
+std::optional<std::string> NoticeBoard::heard(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    const Request& r = received_[i];
+    // A receive that failed (the peer's connection broke) is no notice, and no more come from that peer:
+    // the communicators' own requests say so.
+    if (!r.done() || r.failed()) continue;
+    uint64_t from = 0;
+    std::memcpy(&from, in_[i].data(), sizeof from);
+    const char* text = in_[i].data() + sizeof from;
+    arrived_.emplace_back(from, std::string(text, strnlen(text, kNoticeBytes - sizeof from)));
+    post(i);
+  }
+  for (const auto& [from, text] : arrived_) {
+    if (from == id) return text;
+  }
+  return std::nullopt;
+}
+
+}  // namespace conflux::ofi

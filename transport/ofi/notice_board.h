@@ -1,0 +1,60 @@
+// conflux::ofi::NoticeBoard: the failure notices of every communicator that shares one Transport.
+//
+// A communicator whose call fails tells the ranks of its own on other nodes (CommNet::announceFailure),
+// so that they fail at once naming the rank at fault instead of waiting out their timeout. A receive for
+// such a notice stays posted for as long as the endpoints live, and each one holds one of the receives a
+// rank may have posted to that peer at once (CONFLUX_OFI_INFLIGHT): one per communicator would use them
+// all up once a few split children share the endpoints, and large messages would stop moving. So there is
+// one board per Transport, made by the communicator that opened it: one receive per rank on another node,
+// in tag space 0, posted again after each notice. A notice starts with the 8-byte id of the communicator
+// it is for (0: the opener; a split child's members agree on a random one), and the board keeps what
+// arrived by that id for the communicator to find.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "transport/ofi/transport.h"
+
+namespace conflux::ofi {
+
+class NoticeBoard {
+ public:
+  static constexpr size_t kNoticeBytes = 1024;  ///< every notice is this long (receives match sizes exactly)
+  using NoticeText = std::array<char, kNoticeBytes>;
+
+  /// Posts a receive for a notice from each of the Transport's ranks `remote` (those on other nodes).
+  /// The board must outlive the Transport's endpoints (the opener hands it to keepUntilClosed).
+  NoticeBoard(Transport& transport, const std::vector<int>& remote);
+  NoticeBoard(const NoticeBoard&) = delete;
+  NoticeBoard& operator=(const NoticeBoard&) = delete;
+
+  /// Whether the Transport's rank `rank` is on another node.
+  bool onOtherNode(int rank) const { return rank >= 0 && size_t(rank) < other_.size() && other_[size_t(rank)]; }
+  /// The text of the first notice for communicator `id` that arrived; empty while none did. Reads the
+  /// receives that completed (posting each again), so any thread that drives the Transport may call it.
+  std::optional<std::string> heard(uint64_t id);
+  /// The notice for communicator `id` with `text` (cut to fit), as sent.
+  static NoticeText compose(uint64_t id, const std::string& text);
+  /// The tag a notice travels with on the Transport (tag space 0).
+  static uint64_t wireTag();
+
+ private:
+  void post(size_t i);  ///< under mutex_
+
+  Transport& transport_;
+  std::vector<bool> other_;  ///< by the Transport's rank
+  std::mutex mutex_;
+  std::vector<int> peers_;   ///< the Transport's ranks listened to
+  std::vector<NoticeText> in_;
+  std::vector<Request> received_;
+  std::vector<std::pair<uint64_t, std::string>> arrived_;  ///< (id, text), in order of arrival
+};
+
+}  // namespace conflux::ofi
