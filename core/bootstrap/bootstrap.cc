@@ -119,8 +119,11 @@ std::vector<uint8_t> Bootstrap::allGatherAmong(const std::vector<int>& members, 
     try {
       v = client().get(prefix + std::to_string(m), std::max(left, std::chrono::milliseconds(0)));
     } catch (const Error& e) {
-      if (e.code() != Code::Timeout) throw;
-      missing(what, prefix, members, e, m);
+      if (e.code() == Code::Timeout) missing(what, prefix, members, e, m);
+      // Most often the store's host gave up waiting for the same rank a moment before this one (or it
+      // exited): say which rank this one waited for, not only the key (found by the fault matrix).
+      throw Error(e.code(), "bootstrap: " + what + ": rank " + std::to_string(rank_) + " waited for rank " +
+                                std::to_string(m) + ": " + e.what());
     }
     if (v.size() != mine.size()) {
       throw Error(Code::InvalidUsage, "bootstrap: " + what + ": rank " + std::to_string(m) + " contributed " +
