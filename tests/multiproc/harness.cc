@@ -91,15 +91,14 @@ std::vector<std::string> shmFiles(const std::string& prefix) {
 
 namespace {
 
-std::atomic<int>& initializedRanks() {
-  // Mapped on first use, which resetInitialized() makes happen before the ranks are forked.
-  static auto* counter = [] {
-    void* p = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) std::abort();
-    return new (p) std::atomic<int>(0);
-  }();
-  return *counter;
-}
+// Mapped when the test program starts, before any rank is forked, so that every rank shares it.
+std::atomic<int>* const initializedCounter = [] {
+  void* p = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) std::abort();
+  return new (p) std::atomic<int>(0);
+}();
+
+std::atomic<int>& initializedRanks() { return *initializedCounter; }
 
 }  // namespace
 

@@ -58,7 +58,7 @@ TEST_P(FailuresBySize, KilledRankBecomesAnErrorNamingItOnEverySurvivor) {
   RunOptions opts;
   resetInitialized();
   opts.whileRunning = [](const std::vector<int>& pids) {
-    waitInitialized(int(pids.size()));
+    EXPECT_TRUE(waitInitialized(int(pids.size()))) << "not every rank made its communicator";
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     kill(pids[2], SIGKILL);
   };
@@ -211,7 +211,7 @@ TEST_P(FailuresAcrossNodes, KilledRankOnAnotherNodeIsAnErrorOnEverySurvivor) {
   opts.env = {{"CONFLUX_NET", net}, {"CONFLUX_TIMEOUT_MS", "4000"}};
   resetInitialized();
   opts.whileRunning = [](const std::vector<int>& pids) {
-    waitInitialized(int(pids.size()));
+    EXPECT_TRUE(waitInitialized(int(pids.size()))) << "not every rank made its communicator";
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     kill(pids[3], SIGKILL);
   };
@@ -249,7 +249,7 @@ TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedToTheOtherNode) {
   opts.env = {{"CONFLUX_NET", GetParam()}, {"CONFLUX_ALGO", "hier"}};
   resetInitialized();
   opts.whileRunning = [](const std::vector<int>& pids) {
-    waitInitialized(int(pids.size()));
+    EXPECT_TRUE(waitInitialized(int(pids.size()))) << "not every rank made its communicator";
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     kill(pids[3], SIGSTOP);
     std::this_thread::sleep_for(std::chrono::milliseconds(9000));  // the survivors are done by now
@@ -282,13 +282,13 @@ TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedToTheOtherNode) {
 // The same in a communicator split from the world, which shares the world's libfabric endpoints (its own
 // tag space): node 1's notice, which names the child, reaches node 0's ranks in the child too. Before, only
 // the world heard notices, and node 0 waited out its own 30 s. The child is made twice (the first is
-// destroyed healthy), so the second has the same tag space as an earlier communicator.
+// destroyed healthy): the notice is for the second, whatever the first left behind.
 TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedInASplitCommunicator) {
   RunOptions opts;
   opts.env = {{"CONFLUX_NET", GetParam()}, {"CONFLUX_ALGO", "hier"}};
   resetInitialized();
   opts.whileRunning = [](const std::vector<int>& pids) {
-    waitInitialized(int(pids.size()));
+    EXPECT_TRUE(waitInitialized(int(pids.size()))) << "not every rank made its communicator";
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));
     kill(pids[3], SIGSTOP);
     std::this_thread::sleep_for(std::chrono::milliseconds(9000));

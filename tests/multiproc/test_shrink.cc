@@ -49,7 +49,7 @@ RunOptions killing(int victim, int sig = SIGKILL, std::vector<std::pair<std::str
   RunOptions opts;
   opts.env = std::move(env);
   opts.whileRunning = [victim, sig](const std::vector<int>& pids) {
-    waitInitialized(int(pids.size()));
+    EXPECT_TRUE(waitInitialized(int(pids.size()))) << "not every rank made its communicator";
     std::this_thread::sleep_for(std::chrono::milliseconds(700));
     kill(pids[size_t(victim)], sig);
     if (sig == SIGSTOP) {  // the survivors time out on it, shrink and finish meanwhile

@@ -224,8 +224,9 @@ TEST(CommSplit, ChildrenShareTheParentsEndpointsAcrossNodes) {
 // receives a rank may post to a peer at once (CONFLUX_OFI_INFLIGHT, 8), or large messages stop moving.
 // Each child, and the world after them, all-reduces large and small buffers correctly within the timeout.
 TEST(CommSplit, ManyLiveChildrenSharingEndpointsStillCarryLargeMessages) {
-  RunOptions opts;
-  opts.env = {{"CONFLUX_TIMEOUT_MS", "5000"}};
+  const InitLogs logs;
+  RunOptions opts = logs.options();
+  opts.env.emplace_back("CONFLUX_TIMEOUT_MS", "5000");
   auto out = runRanks(4, [&](int rank, int n, const cfxUniqueId& id) -> int {
     simulateNode(rank / 2);
     cfxComm_t world;
@@ -240,6 +241,8 @@ TEST(CommSplit, ManyLiveChildrenSharingEndpointsStillCarryLargeMessages) {
                                                                    << cfxGetLastError(children[i]);
     }
     EXPECT_TRUE(allReduces(world, rank, 1 + 2 + 3 + 4, 4)) << "rank " << rank << ": the world";
+    EXPECT_EQ(linesContaining(logs.mine(), "(the split parent's endpoints) in tag space 12"), 1)
+        << "the twelfth child shares the world's endpoints too";
     for (cfxComm_t c : children) EXPECT_EQ(cfxCommDestroy(c), cfxSuccess);
     EXPECT_EQ(cfxCommDestroy(world), cfxSuccess);
     return 0;

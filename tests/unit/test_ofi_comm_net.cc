@@ -105,6 +105,13 @@ TEST(OfiNoticeBoard, NoticesAreKeptByTheCommunicatorTheyName) {
       Request r = t.irecv(1, makeUserTag(2, 9), &v, sizeof v);
       EXPECT_TRUE(t.wait(r).isOk());
       EXPECT_EQ(v, 42u) << "an ordinary message after the notices";
+      // The third notice (a second one for 7) was sent before that message: read it too, and the first
+      // for 7 must still be the one reported.
+      for (int i = 0; i < 100; ++i) {
+        t.progress();
+        board->heard(7);
+      }
+      EXPECT_EQ(board->heard(7).value_or("none"), "rank 1 reported: first for 7");
     } else {
       group.barrier();
       const std::vector<std::pair<uint64_t, std::string>> notices = {

@@ -9,8 +9,12 @@
 namespace conflux::ofi {
 
 NoticeBoard::NoticeBoard(Transport& transport, const std::vector<int>& remote)
-    : transport_(transport), other_(size_t(transport.nranks()), false), peers_(remote) {
-  for (int r : remote) other_[size_t(r)] = true;
+    : transport_(transport), other_(size_t(transport.nranks()), false) {
+  for (int r : remote) {
+    if (r < 0 || r >= transport.nranks() || other_[size_t(r)]) continue;
+    other_[size_t(r)] = true;
+    peers_.push_back(r);
+  }
   in_.resize(peers_.size());
   received_.resize(peers_.size());
   std::lock_guard lock(mutex_);
@@ -40,13 +44,12 @@ std::optional<std::string> NoticeBoard::heard(uint64_t id) {
     uint64_t from = 0;
     std::memcpy(&from, in_[i].data(), sizeof from);
     const char* text = in_[i].data() + sizeof from;
-    arrived_.emplace_back(from, std::string(text, strnlen(text, kNoticeBytes - sizeof from)));
+    arrived_.emplace(from, std::string(text, strnlen(text, kNoticeBytes - sizeof from)));  // keeps the first
     post(i);
   }
-  for (const auto& [from, text] : arrived_) {
-    if (from == id) return text;
-  }
-  return std::nullopt;
+  const auto it = arrived_.find(id);
+  if (it == arrived_.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace conflux::ofi

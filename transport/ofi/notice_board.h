@@ -17,7 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <utility>
+#include <unordered_map>
 #include <vector>
 
 #include "transport/ofi/transport.h"
@@ -29,8 +29,9 @@ class NoticeBoard {
   static constexpr size_t kNoticeBytes = 1024;  ///< every notice is this long (receives match sizes exactly)
   using NoticeText = std::array<char, kNoticeBytes>;
 
-  /// Posts a receive for a notice from each of the Transport's ranks `remote` (those on other nodes).
-  /// The board must outlive the Transport's endpoints (the opener hands it to keepUntilClosed).
+  /// Posts a receive for a notice from each of the Transport's ranks `remote` (those on other nodes; ranks
+  /// out of range are left out). The board must outlive the Transport's endpoints (the opener hands it to
+  /// keepUntilClosed).
   NoticeBoard(Transport& transport, const std::vector<int>& remote);
   NoticeBoard(const NoticeBoard&) = delete;
   NoticeBoard& operator=(const NoticeBoard&) = delete;
@@ -38,7 +39,8 @@ class NoticeBoard {
   /// Whether the Transport's rank `rank` is on another node.
   bool onOtherNode(int rank) const { return rank >= 0 && size_t(rank) < other_.size() && other_[size_t(rank)]; }
   /// The text of the first notice for communicator `id` that arrived; empty while none did. Reads the
-  /// receives that completed (posting each again), so any thread that drives the Transport may call it.
+  /// receives that completed and posts each again (so a later notice from the same rank waits in the
+  /// provider until some communicator asks); any thread that drives the Transport may call it.
   std::optional<std::string> heard(uint64_t id);
   /// The notice for communicator `id` with `text` (cut to fit), as sent.
   static NoticeText compose(uint64_t id, const std::string& text);
@@ -54,7 +56,7 @@ class NoticeBoard {
   std::vector<int> peers_;   ///< the Transport's ranks listened to
   std::vector<NoticeText> in_;
   std::vector<Request> received_;
-  std::vector<std::pair<uint64_t, std::string>> arrived_;  ///< (id, text), in order of arrival
+  std::unordered_map<uint64_t, std::string> arrived_;  ///< the first notice per communicator id
 };
 
 }  // namespace conflux::ofi
