@@ -6,7 +6,7 @@ in a loop (netns_sweep --loop, every result checked) while the test does one of:
   kill_rank         kills a rank of node 1
   link_cut_restore  takes node 1's link down for longer than the timeout, then brings it back
   link_flap         takes node 1's link down for 1 s (a fifth of the timeout), then brings it back
-  slow_link         limits every link between the nodes to 8 Mbit/s (tc tbf) for 6 s, so that one call
+  slow_link         limits every link between the nodes to 8 Mbit/s (tc tbf) for 14 s, so that one call
                     takes longer than the timeout, then lifts the limit
 
 link_down, kill_rank and link_cut_restore must turn into an error on every surviving rank that names a
@@ -57,8 +57,8 @@ SCENARIOS = {
     # After a cut of 1 s TCP retransmits about 1.4 s after the cut began (backoff 0.2, 0.4, 0.8 s): well
     # inside the 5 s timeout. (A cut of 1.7 s resumed after about 3.2 s: the next retransmission is at 3.0 s.)
     "link_flap": Scenario(5000, 1 << 20, 8, fails=False),
-    # 16 MiB per call at 8 Mbit/s: several seconds per call, each chunk still arriving well inside 3 s.
-    "slow_link": Scenario(3000, 4 << 20, 12, fails=False),
+    # 32 MiB per call at 8 Mbit/s: about 11 s per call, each 512 KiB piece still arriving well inside 5 s.
+    "slow_link": Scenario(5000, 8 << 20, 20, fails=False),
 }
 
 
@@ -127,7 +127,7 @@ def inject(c, job, scenario, sc, victim):
         c.link_up(1)
     elif scenario == "slow_link":
         c.set_rate("8mbit")
-        time.sleep(6)
+        time.sleep(14)
         c.clear_rate()
 
 
