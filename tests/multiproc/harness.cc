@@ -115,6 +115,19 @@ bool waitInitialized(int nranks, int limitMs) {
   return true;
 }
 
+std::function<void(const std::vector<int>& pids)> faultAfterInit(int victim, int sig, int delayMs, int stopMs) {
+  resetInitialized();
+  return [=](const std::vector<int>& pids) {
+    EXPECT_TRUE(waitInitialized(int(pids.size()))) << "not every rank made its communicator";
+    std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+    kill(pids[size_t(victim)], sig);
+    if (sig == SIGSTOP) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(stopMs));
+      kill(pids[size_t(victim)], SIGKILL);
+    }
+  };
+}
+
 void simulateNode(int node) {
   setenv("CONFLUX_HOSTID", ("node" + std::to_string(node)).c_str(), 1);
   setenv("CONFLUX_OFI_ADDR", "127.0.0.1", 1);

@@ -37,6 +37,10 @@ void resetInitialized();
 void markInitialized();
 /// Waits until `nranks` ranks called markInitialized() (at most `limitMs`); true when they all did.
 bool waitInitialized(int nranks, int limitMs = 60000);
+/// A whileRunning hook (it resets the count itself, so make it before runRanks): once every rank called
+/// markInitialized() and `delayMs` more passed, sends `sig` to rank `victim`; a SIGSTOP is followed by a
+/// SIGKILL `stopMs` later, when the survivors are done with the stopped rank.
+std::function<void(const std::vector<int>& pids)> faultAfterInit(int victim, int sig, int delayMs, int stopMs = 0);
 
 /// Makes this process (a forked rank, before cfxCommInitRank) a rank of simulated node `node`: its own
 /// node identity, so ranks of other nodes are reached through libfabric (tcp over loopback), not shared

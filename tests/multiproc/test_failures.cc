@@ -56,12 +56,7 @@ TEST_P(FailuresBySize, KilledRankBecomesAnErrorNamingItOnEverySurvivor) {
   const size_t count = GetParam();
   auto before = shmFiles();
   RunOptions opts;
-  resetInitialized();
-  opts.whileRunning = [](const std::vector<int>& pids) {
-    EXPECT_TRUE(waitInitialized(int(pids.size()))) << "not every rank made its communicator";
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    kill(pids[2], SIGKILL);
-  };
+  opts.whileRunning = faultAfterInit(2, SIGKILL, 1000);
   auto out = runRanks(n, [count](int rank, int nranks, const cfxUniqueId& id) -> int {
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
@@ -200,6 +195,23 @@ TEST(Failures, MismatchedRootIsAnErrorNamingTheRoot) {
 // node 0 too: node 1's first failure is announced to it.
 class FailuresAcrossNodes : public ::testing::TestWithParam<const char*> {};
 
+/// The stuck-rank tests' ranks on `comm` (4 ranks, two per node, rank 3 stopped by the parent, node 1 with
+/// a 3 s timeout and node 0 with 30 s): rank 3 all-reduces until it is stopped and killed; the others
+/// fail naming rank 3 within node 1's timeout plus its notice, node 0 through the notice.
+void expectStoppedRankThreeAnnounced(int rank, cfxComm_t comm) {
+  if (rank == 3) {
+    std::vector<float> buf(size_t{1} << 18, 1.0f);
+    for (;;) cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
+  }
+  const Failure f = allReduceUntilError(rank, comm, size_t{1} << 18, 40000);
+  EXPECT_NE(f.result, cfxSuccess);
+  EXPECT_TRUE(contains(f.message, "rank 3")) << f.message;
+  EXPECT_LT(f.detectMs, 3000.0 + 3000.0);  // node 1's timeout and its notice, not node 0's 30 s
+  if (rank < 2) {
+    EXPECT_TRUE(contains(f.message, "reported")) << f.message;
+  }
+}
+
 TEST_P(FailuresAcrossNodes, KilledRankOnAnotherNodeIsAnErrorOnEverySurvivor) {
   const std::string net = GetParam();
 #if CONFLUX_TEST_OFI
@@ -209,12 +221,7 @@ TEST_P(FailuresAcrossNodes, KilledRankOnAnotherNodeIsAnErrorOnEverySurvivor) {
 #endif
   RunOptions opts;
   opts.env = {{"CONFLUX_NET", net}, {"CONFLUX_TIMEOUT_MS", "4000"}};
-  resetInitialized();
-  opts.whileRunning = [](const std::vector<int>& pids) {
-    EXPECT_TRUE(waitInitialized(int(pids.size()))) << "not every rank made its communicator";
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    kill(pids[3], SIGKILL);
-  };
+  opts.whileRunning = faultAfterInit(3, SIGKILL, 1000);
   auto out = runRanks(4, [seesResets](int rank, int nranks, const cfxUniqueId& id) -> int {
     simulateNode(rank / 2);
     cfxComm_t comm;
@@ -247,31 +254,14 @@ TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedToTheOtherNode) {
   // memory, so node 1 is the first to time out and names rank 3 (in a flat tree it may wait for a rank of
   // node 0 instead, which waits for rank 3, and the first timeout names that rank).
   opts.env = {{"CONFLUX_NET", GetParam()}, {"CONFLUX_ALGO", "hier"}};
-  resetInitialized();
-  opts.whileRunning = [](const std::vector<int>& pids) {
-    EXPECT_TRUE(waitInitialized(int(pids.size()))) << "not every rank made its communicator";
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    kill(pids[3], SIGSTOP);
-    std::this_thread::sleep_for(std::chrono::milliseconds(9000));  // the survivors are done by now
-    kill(pids[3], SIGKILL);
-  };
+  opts.whileRunning = faultAfterInit(3, SIGSTOP, 1000, 9000);  // the survivors are done 9 s later
   auto out = runRanks(4, [](int rank, int nranks, const cfxUniqueId& id) -> int {
     simulateNode(rank / 2);
     setenv("CONFLUX_TIMEOUT_MS", rank < 2 ? "30000" : "3000", 1);
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
     markInitialized();
-    if (rank == 3) {
-      std::vector<float> buf(size_t{1} << 18, 1.0f);
-      for (;;) cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, comm, nullptr);
-    }
-    const Failure f = allReduceUntilError(rank, comm, size_t{1} << 18, 40000);
-    EXPECT_NE(f.result, cfxSuccess);
-    EXPECT_TRUE(contains(f.message, "rank 3")) << f.message;
-    EXPECT_LT(f.detectMs, 3000.0 + 3000.0);  // node 1's timeout and its notice, not node 0's 30 s
-    if (rank < 2) {
-      EXPECT_TRUE(contains(f.message, "reported")) << f.message;
-    }
+    expectStoppedRankThreeAnnounced(rank, comm);
     EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
     return 0;
   }, opts);
@@ -286,14 +276,7 @@ TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedToTheOtherNode) {
 TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedInASplitCommunicator) {
   RunOptions opts;
   opts.env = {{"CONFLUX_NET", GetParam()}, {"CONFLUX_ALGO", "hier"}};
-  resetInitialized();
-  opts.whileRunning = [](const std::vector<int>& pids) {
-    EXPECT_TRUE(waitInitialized(int(pids.size()))) << "not every rank made its communicator";
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    kill(pids[3], SIGSTOP);
-    std::this_thread::sleep_for(std::chrono::milliseconds(9000));
-    kill(pids[3], SIGKILL);
-  };
+  opts.whileRunning = faultAfterInit(3, SIGSTOP, 1000, 9000);
   auto out = runRanks(4, [](int rank, int nranks, const cfxUniqueId& id) -> int {
     simulateNode(rank / 2);
     setenv("CONFLUX_TIMEOUT_MS", rank < 2 ? "30000" : "3000", 1);
@@ -305,16 +288,7 @@ TEST_P(FailuresAcrossNodes, StuckRankIsAnnouncedInASplitCommunicator) {
     EXPECT_EQ(cfxCommDestroy(first), cfxSuccess);
     if (cfxCommSplit(world, 0, rank, &child, nullptr) != cfxSuccess) return 2;
     markInitialized();
-    if (rank == 3) {
-      for (;;) cfxAllReduce(buf.data(), buf.data(), buf.size(), cfxFloat32, cfxSum, child, nullptr);
-    }
-    const Failure f = allReduceUntilError(rank, child, size_t{1} << 18, 40000);
-    EXPECT_NE(f.result, cfxSuccess);
-    EXPECT_TRUE(contains(f.message, "rank 3")) << f.message;
-    EXPECT_LT(f.detectMs, 3000.0 + 3000.0);  // node 1's timeout and its notice, not node 0's 30 s
-    if (rank < 2) {
-      EXPECT_TRUE(contains(f.message, "reported")) << f.message;
-    }
+    expectStoppedRankThreeAnnounced(rank, child);
     EXPECT_EQ(cfxCommDestroy(child), cfxSuccess);
     EXPECT_EQ(cfxCommDestroy(world), cfxSuccess);
     return 0;

@@ -45,18 +45,10 @@ cfxResult_t allReduceUntilError(cfxComm_t comm, double limitMs) {
 /// have called for a while. A fixed delay of 1.2 s from the fork let a slow init (ASan on a loaded
 /// machine) lose the victim during init.
 RunOptions killing(int victim, int sig = SIGKILL, std::vector<std::pair<std::string, std::string>> env = {}) {
-  resetInitialized();
   RunOptions opts;
   opts.env = std::move(env);
-  opts.whileRunning = [victim, sig](const std::vector<int>& pids) {
-    EXPECT_TRUE(waitInitialized(int(pids.size()))) << "not every rank made its communicator";
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
-    kill(pids[size_t(victim)], sig);
-    if (sig == SIGSTOP) {  // the survivors time out on it, shrink and finish meanwhile
-      std::this_thread::sleep_for(std::chrono::milliseconds(12000));
-      kill(pids[size_t(victim)], SIGKILL);
-    }
-  };
+  // A stopped victim stays stopped 12 s: the survivors time out on it, shrink and finish meanwhile.
+  opts.whileRunning = faultAfterInit(victim, sig, 700, 12000);
   return opts;
 }
 

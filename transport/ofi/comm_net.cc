@@ -71,11 +71,10 @@ void CommNet::announceFailure(const Status& status) {
   if (board_ == nullptr || noticePeers_.empty() || announced_) return;
   announced_ = true;
   auto out = std::make_shared<Outgoing>();
-  out->text.reserve(noticePeers_.size());
+  out->text = NoticeBoard::compose(noticeId_, status.message());  // one buffer, read by every send
   for (int peer : noticePeers_) {
-    out->text.push_back(NoticeBoard::compose(noticeId_, status.message()));
-    out->sent.push_back(transport_->isend(transportRank(peer), NoticeBoard::wireTag(), out->text.back().data(),
-                                          NoticeBoard::kNoticeBytes));
+    out->sent.push_back(
+        transport_->isend(transportRank(peer), NoticeBoard::wireTag(), out->text.data(), NoticeBoard::kNoticeBytes));
   }
   outgoing_ = std::move(out);
   // Progress is manual: a notice moves only while this rank calls into the transport, and a rank that

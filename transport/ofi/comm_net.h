@@ -112,7 +112,7 @@ class CommNet : public transport::Network {
   void sendNotices(Deadline until);
 
   struct Outgoing {
-    std::vector<NoticeBoard::NoticeText> text;
+    NoticeBoard::NoticeText text;
     std::vector<Request> sent;
   };
   std::shared_ptr<NoticeBoard> board_;  ///< the Transport's, made by the view that opened it
