@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -169,7 +170,11 @@ TEST(FlightRecorder, ReadersNeverSeeATornEntry) {
       }
     }
   });
-  for (uint64_t i = 1; i <= 200000; ++i) {
+  // At least 200000 calls, and on until the reader has checked a thousand records: on a loaded machine
+  // the reader thread may not run at all while the first 200000 calls are written (bounded at 30 s).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (uint64_t i = 1; i <= 200000 || (checked.load() < 1000 && std::chrono::steady_clock::now() < deadline);
+       ++i) {
     const uint64_t t = ticksNow();
     TraceCursor c = r.begin(Collective::AllReduce, DataType::Float32, RedOp::Sum, static_cast<int>(i % 1000), 3 * i, t, t);
     c.noteWait(0, static_cast<int>(i % 7));
