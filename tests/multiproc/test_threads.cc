@@ -95,9 +95,13 @@ TEST(ThreadSafety, CommunicatorsOnThreadsOfTheirOwn) {
         }
         comms[size_t(c)].store(comm);
         ok[size_t(c)] = mixedCalls(comm, rank, n, c + 1, 60);
-        // Every driver is done with its calls before any communicator goes: the poller holds them.
+        // Every driver is done with its calls before any communicator goes: the poller holds them. They
+        // also wait for the poller to have polled (a loaded machine may not have run it yet; at most 10 s).
         ++finished;
-        while (finished.load() < kComms) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (finished.load() < kComms || (polls.load() == 0 && std::chrono::steady_clock::now() < deadline)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
       });
     }
     for (auto& d : drivers) d.join();
