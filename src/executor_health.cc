@@ -63,6 +63,23 @@ Status RankExecutor::checkHealth(const Round& round) {
       if (!s) return fail(s, -1);
     }
   }
+  // A message to or from another node that moves part of its bytes is progress, though it has not
+  // completed: on a slow link one message may take longer than the timeout.
+  if (netPending_ > 0) {
+    if (const uint64_t moved = netBytesMoved(round); moved != netMovedSeen_) {
+      netMovedSeen_ = moved;
+      lastProgress_ = now;
+    }
+  }
+  // A member of this node this rank waits for that progressed later (itself, or along its own chain of
+  // waits) is alive and moving, and so is this rank; then this rank's progress is published for the
+  // members that wait for it. Only real progress enters the chain (a completed operation, moving bytes,
+  // a round begun), so ranks that wait for each other in a cycle still time out.
+  if (const Clock::time_point chain = waitedMembersProgress(round); chain > lastProgress_) lastProgress_ = chain;
+  if (lastProgress_ > publishedProgress_) {
+    publishedProgress_ = lastProgress_;
+    local_->publishProgress(std::chrono::duration_cast<std::chrono::nanoseconds>(lastProgress_.time_since_epoch()).count());
+  }
   auto idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress_).count();
   if (idleMs >= env_.timeoutMs) {
     return reportTimeout(env_, idleMs, where(round), stuckPeer(round));
@@ -82,6 +99,24 @@ bool RankExecutor::waitsFor(const Round& round, int g) const {
     }
   }
   return false;
+}
+
+Clock::time_point RankExecutor::waitedMembersProgress(const Round& round) const {
+  int64_t latest = 0;
+  for (uint32_t i = 0; i < round.numOps; ++i) {
+    const Op& op = plan_.ops[round.firstOp + i];
+    if (states_[i].complete || !isCommOp(op.kind)) continue;
+    if (op.kind == OpKind::Barrier) {
+      for (int l = 0; l < local_->localSize(); ++l) {
+        if (l != local_->localRank() && !local_->barrierReachedBy(l, states_[i].generation)) {
+          latest = std::max(latest, local_->peerProgress(l));
+        }
+      }
+    } else if (op.peer != env_.rank && !isRemote(op.peer)) {
+      latest = std::max(latest, local_->peerProgress(env_.localIndex[op.peer]));
+    }
+  }
+  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(latest)));
 }
 
 int RankExecutor::stuckPeer(const Round& round) const {

@@ -16,6 +16,7 @@ Status RankExecutor::postNet(const Round& round) {
   auto& reqs = work_.netReqs;
   auto& offsets = work_.bounceOffset;
   reqs.assign(round.numOps, transport::Request{});
+  netMovedSeen_ = 0;
   offsets.assign(round.numOps, 0);
   uint64_t bounceBytes = 0, scaledBytes = 0;
   for (uint32_t i = 0; i < round.numOps; ++i) {
@@ -60,6 +61,20 @@ Status RankExecutor::postNet(const Round& round) {
     ++netPending_;
   }
   return Status::ok();
+}
+
+uint64_t RankExecutor::netBytesMoved(const Round& round) const {
+  uint64_t moved = 0;
+  for (const transport::Request& r : work_.netReqs) moved += r.movedBytes();
+  // Below the requests: bytes still moving on the connections with the peers this round waits for
+  // (a send that completed into the kernel's buffer, on its way to the peer that must answer).
+  for (uint32_t i = 0; i < round.numOps; ++i) {
+    const Op& op = plan_.ops[round.firstOp + i];
+    if (!states_[i].complete && isCommOp(op.kind) && op.kind != OpKind::Barrier && isRemote(op.peer)) {
+      moved += env_.net->linkActivity(op.peer);
+    }
+  }
+  return moved;
 }
 
 void RankExecutor::growBounce(std::vector<std::byte>& buf, uint64_t bytes) {

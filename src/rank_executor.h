@@ -128,6 +128,10 @@ class RankExecutor {
   void progressNetQueues() { env_.net->progress(); }
   void pollNet(Clock::time_point until) { env_.net->poll(until); }
   Status failNet(const Round& round);
+  /// A count that changes while the round's inter-node operations move bytes: their messages' bytes as
+  /// they move, before they complete (transport::RequestState::movedBytes), and the transport's activity
+  /// on the connections with the peers still waited for (MessageTransport::linkActivity).
+  uint64_t netBytesMoved(const Round& round) const;
   void runLocal(const Op& op);
 
   // ---- failure detection ----
@@ -138,6 +142,9 @@ class RankExecutor {
   // True when an unfinished operation of `round` needs global rank g (its peer, or a barrier it has not
   // reached yet).
   bool waitsFor(const Round& round, int g) const;
+  /// The latest progress published by the members of this node that an unfinished operation of `round`
+  /// waits for (a stream's peer, a barrier's laggards); the epoch when none.
+  Clock::time_point waitedMembersProgress(const Round& round) const;
   int stuckPeer(const Round& round) const;
 
   // ---- cross-rank argument checks ----
@@ -170,6 +177,8 @@ class RankExecutor {
   bool netFailed_ = false;   // one failed: netError_ names the peer and the operation
   Status netError_;
   int netPeer_ = -1;
+  Clock::time_point publishedProgress_{};  // what this rank last published to its node (publishProgress)
+  uint64_t netMovedSeen_ = 0;  // netBytesMoved() when the no-progress timer last looked (0 at each round's start)
   Clock::time_point lastProgress_{};
   Clock::time_point lastLiveness_{};
 };

@@ -117,6 +117,15 @@ class LocalGroup {
   /// The error in this member's slot, if any.
   virtual std::optional<SharedError> error() const = 0;
 
+  // --- Progress along chains of waits. ---
+  /// This member's latest progress (a steady-clock time in ns): its own, or one it took over from a member
+  /// it waits for. Members waiting for this one count a later time as progress of their own, so that a
+  /// chain of ranks behind one whose message crosses a slow link does not time out while bytes move. The
+  /// published value only grows.
+  virtual void publishProgress(int64_t steadyNs) = 0;
+  /// The latest progress member `localPeer` published (0: none yet).
+  virtual int64_t peerProgress(int localPeer) const = 0;
+
   // --- Cross-rank argument checks. ---
   virtual void publishCall(const CallDescriptor& d) = 0;
   /// Member's descriptor for call `seq`, if it has published it and not yet overwritten it.

@@ -39,6 +39,10 @@ struct RequestState {
   std::atomic<bool> failed{false};  ///< an error ended it (`status`); it may still be in flight until done
   Status status;
   size_t bytes = 0;                 ///< the message's size
+  /// Bytes of the message moved so far, where the transport can tell (a chunk or a socket read at a time;
+  /// 0 until done where it cannot). A waiting caller counts a change as progress, so that a message slower
+  /// than the caller's no-progress timeout, on a slow but alive link, is not taken for a stuck one.
+  std::atomic<uint64_t> movedBytes{0};
 };
 
 /// One posted send or receive. Cheap to copy (shared state); its buffer stays in use until done().
@@ -57,6 +61,8 @@ class Request {
     return done() || failed() ? state_->status : Status(Code::InProgress, "request in progress");
   }
   size_t bytes() const { return state_ ? state_->bytes : 0; }
+  /// Bytes moved so far (RequestState::movedBytes).
+  uint64_t movedBytes() const { return state_ ? state_->movedBytes.load(std::memory_order_relaxed) : 0; }
   /// The transport's state of this operation.
   RequestState* state() const { return state_.get(); }
 
@@ -88,6 +94,15 @@ class MessageTransport {
   virtual void forget(const void* ptr, size_t bytes) {
     (void)ptr;
     (void)bytes;
+  }
+  /// A count that grows while bytes move on the connection with `peer`, either way, below the requests:
+  /// bytes read from it, and bytes handed to the operating system earlier that the peer's host has since
+  /// acknowledged. A caller whose requests show no movement counts a change as progress: on a slow link
+  /// the bytes of a send that completed into the kernel's buffer may still be on their way to a peer the
+  /// caller now waits for. 0 (the default) where the transport cannot tell.
+  virtual uint64_t linkActivity(int peer) {
+    (void)peer;
+    return 0;
   }
   /// A failure this transport learnt of outside the caller's requests (a peer's failure notice,
   /// Network::announceFailure), which no posted request may ever report; ok otherwise. A caller whose

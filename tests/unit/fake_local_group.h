@@ -74,6 +74,7 @@ class FakeNode {
     std::vector<std::byte> staging;
     std::atomic<uint64_t> arrivals{0};
     std::atomic<bool> dead{false};
+    std::atomic<int64_t> progressNs{0};
     std::mutex mutex;  // guards the fields below and is the doorbell's condition variable's
     std::condition_variable cv;
     std::atomic<uint32_t> bell{0};
@@ -169,6 +170,14 @@ class FakeNode::Group final : public transport::LocalGroup {
     Member& m = node_.members_[size_t(me_)];
     std::lock_guard lock(m.mutex);
     return m.error;
+  }
+
+  void publishProgress(int64_t steadyNs) override {
+    std::atomic<int64_t>& w = node_.members_[size_t(me_)].progressNs;
+    if (steadyNs > w.load(std::memory_order_relaxed)) w.store(steadyNs, std::memory_order_relaxed);
+  }
+  int64_t peerProgress(int p) const override {
+    return node_.members_[checkMember(p)].progressNs.load(std::memory_order_relaxed);
   }
 
   void publishCall(const transport::CallDescriptor& d) override {

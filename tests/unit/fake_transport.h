@@ -7,7 +7,10 @@
 //     protocol does), so it may complete before the receiver posts;
 //   - reordering: completions come in the order their delays run out, not in post order;
 //   - failures: the `failAt`-th operation posted by rank `failRank` fails with RemoteError instead of
-//     being delivered, and its peer never sees the message.
+//     being delivered, and its peer never sees the message;
+//   - a slow link: every message takes `deliveryMs` of wall time once matched (a send: once posted), its
+//     bytes moving evenly over it (RequestState::movedBytes), or, `countsBytes` off, seen only whole at
+//     the end, as a transport that cannot tell.
 // poll() sleeps on a condition variable that every post and match notifies.
 #pragma once
 
@@ -36,6 +39,8 @@ struct Faults {
   int maxDelay = 0;      ///< progress calls before a message completes: uniform in [0, maxDelay]
   int failRank = -1;     ///< rank whose operation fails (-1: none)
   uint64_t failAt = 0;   ///< 1-based number of that rank's posted operation that fails
+  int deliveryMs = 0;    ///< wall time every message takes to move (0: none)
+  bool countsBytes = true;  ///< movedBytes grows while a slow message moves (false: 0 until it completes)
 };
 
 class FakeFabric {
@@ -59,6 +64,7 @@ class FakeFabric {
   struct Op : transport::RequestState {
     int owner = 0;
     int countdown = 0;
+    transport::Clock::time_point scheduled{};
     std::vector<std::byte> payload;  ///< a send's bytes, copied at post
     void* dst = nullptr;             ///< a receive's buffer
   };
@@ -121,6 +127,7 @@ class FakeFabric {
   }
   void schedule(const std::shared_ptr<Op>& op) {
     op->countdown = faults_.maxDelay > 0 ? std::uniform_int_distribution<int>(0, faults_.maxDelay)(rng_) : 0;
+    op->scheduled = transport::Clock::now();
     inflight_[size_t(op->owner)].push_back(op);
   }
   static void finish(Op& op, Status s) {
@@ -130,8 +137,16 @@ class FakeFabric {
     op.done.store(true, std::memory_order_release);
   }
 
+  /// How far a slow message has moved (0..1), 1 when the link is not slow.
+  double movedFraction(const Op& op, transport::Clock::time_point now) const {
+    if (faults_.deliveryMs <= 0) return 1.0;
+    const double ms = std::chrono::duration<double, std::milli>(now - op.scheduled).count();
+    return std::min(1.0, ms / faults_.deliveryMs);
+  }
+
   void progress(int self) {
     std::lock_guard lock(mutex_);
+    const auto now = transport::Clock::now();
     auto& mine = inflight_[size_t(self)];
     for (auto it = mine.begin(); it != mine.end();) {
       Op& op = **it;
@@ -139,6 +154,12 @@ class FakeFabric {
         ++it;
         continue;
       }
+      if (const double f = movedFraction(op, now); f < 1.0) {
+        if (faults_.countsBytes) op.movedBytes.store(uint64_t(double(op.bytes) * f), std::memory_order_relaxed);
+        ++it;
+        continue;
+      }
+      op.movedBytes.store(op.bytes, std::memory_order_relaxed);
       finish(op, op.status);
       it = mine.erase(it);
     }
@@ -147,8 +168,13 @@ class FakeFabric {
   void poll(int self, transport::Deadline until) {
     progress(self);
     std::unique_lock lock(mutex_);
-    if (!inflight_[size_t(self)].empty()) return;  // completions are due: let the caller progress
-    cv_.wait_until(lock, std::min(until, transport::Clock::now() + std::chrono::milliseconds(1)));
+    // Completions are due (or progress calls count them down): let the caller progress. Slow messages
+    // still moving are not due: sleep a moment.
+    const auto now = transport::Clock::now();
+    for (const auto& op : inflight_[size_t(self)]) {
+      if (op->countdown > 0 || movedFraction(*op, now) >= 1.0) return;
+    }
+    cv_.wait_until(lock, std::min(until, now + std::chrono::milliseconds(1)));
   }
 
   const int nranks_;

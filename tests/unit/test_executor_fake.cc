@@ -119,4 +119,39 @@ TEST(ExecutorOverFakeTransport, AnInjectedFailureEndsTheCallOnEveryRank) {
   EXPECT_LT(secs, 10.0) << "every rank ended within the timeout (" << kTimeoutMs << " ms) and a margin";
 }
 
+// A slow but alive link: every message takes three timeouts to move, its bytes moving all along. That is
+// progress, not a stuck peer: every rank completes and every result is right. (In these schedules every
+// rank has a message in flight in every round. A rank that waits, with nothing in flight, for a peer
+// that is itself moving a slow message sees no progress: docs/reliability.md, "Slow links".)
+TEST(ExecutorOverFakeTransport, ASlowLinkWhoseBytesKeepMovingIsNotATimeout) {
+  constexpr int kTimeoutMs = 150;
+  Faults slow;
+  slow.deliveryMs = 3 * kTimeoutMs;
+  for (auto [a, n] : {std::pair{Algo::Ring, 3}, std::pair{Algo::RecHalvingDoubling, 4}, std::pair{Algo::Pairwise, 3}}) {
+    const Collective c = a == Algo::Pairwise ? Collective::AllToAll : Collective::AllReduce;
+    Cluster cluster(eachRankAlone(n, slow, kTimeoutMs));
+    const auto start = std::chrono::steady_clock::now();
+    checkCollective(cluster, a, c, 61, describeRun(a, c, std::to_string(n) + " slow nodes", 61, 0));
+    if (HasFatalFailure()) return;
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_GE(ms, 3 * kTimeoutMs) << "a message took longer than the timeout, else this proves nothing";
+  }
+}
+
+// The same link, seen by a transport that cannot tell how much of a message moved: nothing changes for
+// longer than the timeout, and every rank fails with a timeout (what the test above would see if the
+// executor ignored movedBytes).
+TEST(ExecutorOverFakeTransport, ASlowMessageThatShowsNoBytesMovingTimesOut) {
+  constexpr int kTimeoutMs = 150;
+  Faults slow;
+  slow.deliveryMs = 3 * kTimeoutMs;
+  slow.countsBytes = false;
+  Cluster cluster(eachRankAlone(3, slow, kTimeoutMs));
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status { return ringAllReduce(cluster, r, rank, 64); });
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(status[size_t(r)].code(), Code::Timeout) << "rank " << r << ": " << status[size_t(r)].message();
+    EXPECT_NE(status[size_t(r)].message().find("no progress"), std::string::npos) << status[size_t(r)].message();
+  }
+}
+
 }  // namespace

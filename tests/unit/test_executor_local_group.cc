@@ -152,6 +152,40 @@ double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// A slow but alive link between two nodes of two: every message takes three timeouts, its bytes moving
+// all along. The ranks that wait on the network see progress; their node-mates, which wait at barriers
+// or for local streams behind them, must not time out either. Every hierarchical plan completes, right.
+TEST(ExecutorOverFakeLocalGroup, ASlowLinkBetweenNodesIsNotATimeoutForAnyMember) {
+  constexpr int kTimeoutMs = 150;
+  const std::vector<int> nodeOf = {0, 0, 1, 1};
+  int runs = 0;
+  for (Algo a : {Algo::Hierarchical, Algo::HierarchicalRhd, Algo::HierarchicalDbtree}) {
+    ClusterShape s = shape(nodeOf, 900 + uint32_t(runs), kTimeoutMs);
+    s.net.deliveryMs = 3 * kTimeoutMs;
+    Cluster cluster(s);
+    const auto start = std::chrono::steady_clock::now();
+    checkCollective(cluster, a, Collective::AllReduce, 61, describe(a, Collective::AllReduce, nodeOf, 61, 0) + ", slow link");
+    if (HasFatalFailure()) return;
+    EXPECT_GE(secondsSince(start), 3 * kTimeoutMs / 1000.0) << "a message took longer than the timeout, else this proves nothing";
+    ++runs;
+  }
+}
+
+// The same slow link, and ranks with nothing on the network: in a ring over nodes of 3 and 1, ranks 1 and 2
+// only talk to node-mates, and wait behind rank 0, which waits for the slow messages from rank 3. They
+// see rank 0's progress published on their node (rank 2 through rank 1, a chain of two) and complete.
+TEST(ExecutorOverFakeLocalGroup, RanksWaitingBehindASlowLinkOnTheirNodeDoNotTimeOut) {
+  constexpr int kTimeoutMs = 150;
+  const std::vector<int> nodeOf = {0, 0, 0, 1};
+  ClusterShape s = shape(nodeOf, 950, kTimeoutMs);
+  s.net.deliveryMs = 3 * kTimeoutMs;
+  Cluster cluster(s);
+  const auto start = std::chrono::steady_clock::now();
+  checkCollective(cluster, Algo::Ring, Collective::AllReduce, 61, describe(Algo::Ring, Collective::AllReduce, nodeOf, 61, 950) + ", slow link");
+  if (HasFatalFailure()) return;
+  EXPECT_GE(secondsSince(start), 3 * kTimeoutMs / 1000.0) << "a message took longer than the timeout, else this proves nothing";
+}
+
 // Rank 2 of a node of four "exits" before the call: the ranks that wait for it, directly or through the
 // ring, all fail naming it, long before their 20 s timeout.
 TEST(ExecutorOverFakeLocalGroup, AMemberThatExitsIsAnErrorNamingItOnEveryOther) {

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/unit/moved_bytes_watch.h"
 #include "tests/unit/thread_group.h"
 #include "transport/tcp/tcp_network.h"
 #include "transport/tcp/tcp_wire.h"
@@ -97,6 +98,24 @@ TEST(TcpNetwork, AMessageThatArrivesBeforeItsReceiveIsKept) {
       EXPECT_EQ(buf[123456], 123456u);
       uint8_t go = 1;
       ASSERT_TRUE(wait(net, {net.isend(0, 4, &go, 1)}).isOk());
+    }
+  });
+}
+
+// A large message's requests show its bytes moving before it completes, on both sides (the executor
+// counts that as progress: a slow link is not a stuck peer), and all of them once it has.
+TEST(TcpNetwork, ALargeMessageShowsItsBytesMovingBeforeItCompletes) {
+  runRanks(2, [](int rank, Network& net) {
+    constexpr size_t kBytes = size_t{32} << 20;
+    std::vector<uint8_t> buf(kBytes, uint8_t(rank == 0 ? 0x5a : 0));
+    Request r = rank == 0 ? net.isend(1, 5, buf.data(), kBytes) : net.irecv(0, 5, buf.data(), kBytes);
+    const bool sawPart = testing::sawBytesMoving(r, kBytes, [&] { net.poll(Clock::now() + std::chrono::milliseconds(1)); });
+    ASSERT_TRUE(r.done());
+    ASSERT_TRUE(r.status().isOk()) << r.status().message();
+    EXPECT_TRUE(sawPart) << "rank " << rank << " saw the message only whole";
+    EXPECT_EQ(r.movedBytes(), kBytes);
+    if (rank == 1) {
+      EXPECT_EQ(buf[kBytes - 1], 0x5a);
     }
   });
 }

@@ -247,7 +247,7 @@ Rail::PostResult Rail::postChunk(const std::shared_ptr<detail::Op>& opRef, uint3
     ++finishedWithoutEntry_;  // done (or failed) here: no completion entry will say so
     if (rc == 0) {
       add(traffic_.sentBytes, len);
-      op.chunkDone();
+      op.chunkDone(len);
       return PostResult::Posted;
     }
     --op.outstanding;
@@ -348,9 +348,10 @@ void Rail::completeSlot(Slot* slot) {
   const int dir = op->send ? 1 : 0;
   --posted_[dir];
   --peers_[size_t(op->peer)].posted[dir];
-  add(op->send ? traffic_.sentBytes : traffic_.receivedBytes, op->chunkLen(slot->chunk));
+  const size_t len = op->chunkLen(slot->chunk);
+  add(op->send ? traffic_.sentBytes : traffic_.receivedBytes, len);
   putSlot(slot);
-  op->chunkDone();
+  op->chunkDone(len);
 }
 
 void Rail::failSlot(Slot* slot, Status status) {

@@ -56,10 +56,11 @@ struct Op : transport::RequestState {
     }
     if (outstanding == 0 && !done) finish();
   }
-  /// One posted chunk finished successfully.
-  void chunkDone() {
+  /// One posted chunk of `len` bytes finished successfully.
+  void chunkDone(size_t len) {
     --outstanding;
     ++completed;
+    movedBytes.fetch_add(len, std::memory_order_relaxed);
     if (completed == nchunks || (failed && outstanding == 0)) finish();
   }
 };

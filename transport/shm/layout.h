@@ -26,7 +26,7 @@ inline constexpr size_t kPageBytes = 4096;
 inline constexpr size_t kSeparation = 128;
 /// "CFXSHM01" little-endian: identifies a Conflux segment of this layout family.
 inline constexpr uint64_t kSegmentMagic = 0x31304d4853584643ull;
-inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kLayoutVersion = 2;
 /// Call descriptors kept per rank (indexed by seq % kCallSlots).
 inline constexpr uint64_t kCallSlots = 16;
 /// Longest error message kept in a slot (characters, without the terminating NUL).
@@ -66,6 +66,12 @@ struct alignas(kSeparation) DoorbellWords {
 /// Barrier arrivals of the owner (monotonic; written only by the owner).
 struct alignas(kSeparation) BarrierWord {
   std::atomic<uint64_t> arrived;
+};
+
+/// The owner's latest progress, a steady-clock time in ns (LocalGroup::publishProgress; only the owner
+/// stores it, and only larger values).
+struct alignas(kSeparation) ProgressWord {
+  std::atomic<int64_t> ns;
 };
 
 /// Error slot states.
@@ -131,6 +137,7 @@ struct ControlBlock {
   SegmentInfo info;
   DoorbellWords bell;
   BarrierWord barrier;
+  ProgressWord progress;
   ErrorSlot error;
   CallSlot calls[kCallSlots];
   DirectSlot direct;

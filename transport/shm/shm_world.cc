@@ -240,6 +240,14 @@ class ShmWorldImpl final : public ShmWorld {
                        std::string(slot.message, strnlen(slot.message, sizeof slot.message))};
   }
 
+  void publishProgress(int64_t steadyNs) override {
+    std::atomic<int64_t>& w = control(me()).progress.ns;
+    if (steadyNs > w.load(std::memory_order_relaxed)) w.store(steadyNs, std::memory_order_relaxed);
+  }
+  int64_t peerProgress(int localPeer) const override {
+    return control(checkRank(localPeer)).progress.ns.load(std::memory_order_relaxed);
+  }
+
   void publishCall(const CallDescriptor& d) override {
     CallSlot& s = control(me()).calls[d.seq % kCallSlots];
     // Seqlock write: invalidate, fence (release) so the invalidation is visible before any new field,

@@ -2,7 +2,9 @@
 // messages that arrived before their receive, and the message being read (tcp_network.h).
 #include "transport/tcp/tcp_network.h"
 
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -33,7 +35,7 @@ struct Op : RequestState {
   uint64_t tag = 0;          // kNoticeBit: a failure notice, whose text is in `owned`
   std::byte* buf = nullptr;  // a send's source (read only) or a receive's destination
   std::vector<std::byte> owned;  // a send's own copy of its payload, when buf points into it
-  size_t moved = 0;          // payload bytes moved
+  size_t sent = 0;           // a send's payload bytes moved (published in movedBytes)
   size_t headerSent = 0;     // a send's header bytes moved
 };
 
@@ -46,6 +48,7 @@ bool isNotice(const Header& h) { return (h.tag & kNoticeBit) != 0; }
 
 void finish(Op& op, const Status& s) {
   op.status = s;
+  if (s) op.movedBytes.store(op.bytes, std::memory_order_relaxed);  // also a receive copied from a kept message
   if (!s) op.failed.store(true, std::memory_order_release);
   op.done.store(true, std::memory_order_release);
 }
@@ -76,6 +79,8 @@ struct Peer {
   std::vector<std::byte> sink;
   std::string notice;     // a failure notice being read
   bool announced = false;  // a failure notice was queued to it
+  uint64_t written = 0;    // bytes handed to the socket, headers included (linkActivity)
+  uint64_t read = 0;       // bytes read from the socket
 };
 
 class TcpNetwork final : public transport::Network {
@@ -167,6 +172,16 @@ class TcpNetwork final : public transport::Network {
       p.announced = true;
       flush(p);
     }
+  }
+
+  uint64_t linkActivity(int peer) override {
+    if (peer < 0 || peer >= nranks_) return 0;
+    const Peer& p = peers_[size_t(peer)];
+    if (p.fd.get() < 0 || p.broken) return 0;
+    // SIOCOUTQ: bytes in the send queue the peer's host has not acknowledged yet.
+    int unacked = 0;
+    if (::ioctl(p.fd.get(), SIOCOUTQ, &unacked) != 0 || unacked < 0) unacked = 0;
+    return p.read + (p.written - std::min<uint64_t>(p.written, uint64_t(unacked)));
   }
 
   std::string_view name() const override { return "tcp"; }
@@ -275,7 +290,7 @@ class TcpNetwork final : public transport::Network {
       iovec iov[2];
       int n = 0;
       if (op.headerSent < sizeof h) iov[n++] = {reinterpret_cast<std::byte*>(&h) + op.headerSent, sizeof h - op.headerSent};
-      if (op.moved < op.bytes) iov[n++] = {op.buf + op.moved, op.bytes - op.moved};
+      if (op.sent < op.bytes) iov[n++] = {op.buf + op.sent, op.bytes - op.sent};
       msghdr msg{};
       msg.msg_iov = iov;
       msg.msg_iovlen = static_cast<size_t>(n);
@@ -286,14 +301,16 @@ class TcpNetwork final : public transport::Network {
         return;
       }
       size_t left = static_cast<size_t>(sent);
+      p.written += left;
       if (op.headerSent < sizeof h) {
         const size_t headerPart = std::min(left, sizeof h - op.headerSent);
         op.headerSent += headerPart;
         left -= headerPart;
         if (op.headerSent < sizeof h) return;  // the socket is full
       }
-      op.moved += left;
-      if (op.moved < op.bytes) return;  // the socket is full
+      op.sent += left;
+      op.movedBytes.store(op.sent, std::memory_order_relaxed);
+      if (op.sent < op.bytes) return;  // the socket is full
       finish(op, Status::ok());
       p.sends.pop_front();
     }
@@ -321,14 +338,23 @@ class TcpNetwork final : public transport::Network {
         breakPeer(p, std::string("failed receiving: ") + std::strerror(errno));
         return;
       }
+      p.read += static_cast<uint64_t>(n);
       if (p.headerGot < sizeof p.header) {
         p.headerGot += static_cast<size_t>(n);
         if (p.headerGot == sizeof p.header) startPayload(p);
       } else {
         p.payloadGot += static_cast<size_t>(n);
+        notePayloadMoved(p);
       }
       if (p.headerGot == sizeof p.header && p.payloadGot == p.header.bytes) endMessage(p);
     }
+  }
+
+  /// The receive the arriving payload is for (matched, or claimed while it arrives unexpected) sees its
+  /// bytes move, so that a slow message is not taken for a stuck one.
+  static void notePayloadMoved(Peer& p) {
+    Op* r = p.into != nullptr ? p.into.get() : p.stash != nullptr ? p.stash->claimedBy.get() : nullptr;
+    if (r != nullptr) r->movedBytes.store(p.payloadGot, std::memory_order_relaxed);
   }
 
   /// A header arrived: the first receive posted for its tag takes the payload, else it is kept.
