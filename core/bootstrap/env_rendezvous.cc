@@ -181,7 +181,7 @@ EnvBootstrap resolveFromEnvironment(const EnvLookup& env, std::chrono::milliseco
   out.nranks = li->size;
   out.localRank = li->localRank;
   out.localSize = li->localSize;
-  out.source = li->source;
+  out.source = li->localFrom.empty() ? li->source : li->source + " (local ranks from " + li->localFrom + ")";
 
   if (const char* addr = lookupVar(env, config::Var::BOOTSTRAP_ADDR)) {
     auto [host, port] = splitHostPort(addr, config::info(config::Var::BOOTSTRAP_ADDR).name);

@@ -117,36 +117,70 @@ EnvLookup defaultEnvLookup() {
   return [](const char* name) -> const char* { return std::getenv(name); };
 }
 
+namespace {
+
+// Rank, size and (where the source has them) local rank and size from one source; nullopt when it does
+// not define both rank and size. Throws for values that do not parse or are out of range.
+std::optional<LauncherInfo> readSource(const Source& s, const EnvLookup& lookup) {
+  Env e(lookup, s.name);
+  const char* sizeVar = nullptr;
+  for (const char* v : s.sizeVars) {
+    if (e.has(v)) {
+      sizeVar = v;
+      break;
+    }
+  }
+  if (!e.has(s.rankVar) || sizeVar == nullptr) return std::nullopt;
+  LauncherInfo info;
+  info.source = s.name;
+  info.rank = e.integer(s.rankVar);
+  info.size = e.integer(sizeVar);
+  if (info.size < 1) e.invalid(std::string(sizeVar) + "=" + std::to_string(info.size) + " must be at least 1");
+  if (info.rank >= info.size) {
+    e.invalid(std::string(s.rankVar) + "=" + std::to_string(info.rank) + " is out of range [0, " +
+              std::to_string(info.size) + ") set by " + sizeVar);
+  }
+  info.localRank = e.integer(s.localRankVar);
+  info.localSize = s.localSizeVar ? e.integer(s.localSizeVar) : slurmLocalSize(e);
+  if (info.localSize == 0 || info.localSize > info.size) {
+    e.invalid("local size " + std::to_string(info.localSize) + " is not in [1, " + std::to_string(info.size) + "]");
+  }
+  if (info.localRank >= 0 && info.localSize > 0 && info.localRank >= info.localSize) {
+    e.invalid(std::string(s.localRankVar) + "=" + std::to_string(info.localRank) + " is out of range [0, " +
+              std::to_string(info.localSize) + ")");
+  }
+  return info;
+}
+
+}  // namespace
+
 std::optional<LauncherInfo> detectLauncher(const EnvLookup& lookup) {
-  for (const Source& s : sources()) {
-    Env e(lookup, s.name);
-    const char* sizeVar = nullptr;
-    for (const char* v : s.sizeVars) {
-      if (e.has(v)) {
-        sizeVar = v;
-        break;
+  const std::vector<Source>& list = sources();
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::optional<LauncherInfo> info = readSource(list[i], lookup);
+    if (!info) continue;
+    // Launchers stack (srun --mpi=pmi2 sets PMI's variables and Slurm's): what the first source leaves
+    // unsaid about this node comes from a later one that agrees on rank and size. One that disagrees
+    // describes another launch (an allocation's shell, say) and is not used; nor is one that does not parse.
+    for (size_t j = i + 1; j < list.size() && (info->localRank < 0 || info->localSize < 0); ++j) {
+      std::optional<LauncherInfo> other;
+      try {
+        other = readSource(list[j], lookup);
+      } catch (const Error&) {
+        continue;
       }
+      if (!other || other->rank != info->rank || other->size != info->size) continue;
+      if (other->localRank < 0 && other->localSize < 0) continue;
+      if (info->localRank < 0) info->localRank = other->localRank;
+      if (info->localSize < 0) info->localSize = other->localSize;
+      if (info->localRank >= 0 && info->localSize > 0 && info->localRank >= info->localSize) {
+        throw Error(Code::InvalidArgument, "launcher environment (" + info->source + ", local ranks from " +
+                                               other->source + "): local rank " + std::to_string(info->localRank) +
+                                               " is out of range [0, " + std::to_string(info->localSize) + ")");
+      }
+      info->localFrom = other->source;
     }
-    if (!e.has(s.rankVar) || sizeVar == nullptr) continue;
-    LauncherInfo info;
-    info.source = s.name;
-    info.rank = e.integer(s.rankVar);
-    info.size = e.integer(sizeVar);
-    if (info.size < 1) e.invalid(std::string(sizeVar) + "=" + std::to_string(info.size) + " must be at least 1");
-    if (info.rank >= info.size) {
-      e.invalid(std::string(s.rankVar) + "=" + std::to_string(info.rank) + " is out of range [0, " +
-                std::to_string(info.size) + ") set by " + sizeVar);
-    }
-    info.localRank = e.integer(s.localRankVar);
-    info.localSize = s.localSizeVar ? e.integer(s.localSizeVar) : slurmLocalSize(e);
-    if (info.localSize == 0 || info.localSize > info.size) {
-      e.invalid("local size " + std::to_string(info.localSize) + " is not in [1, " + std::to_string(info.size) + "]");
-    }
-    if (info.localRank >= 0 && info.localSize > 0 && info.localRank >= info.localSize) {
-      e.invalid(std::string(s.localRankVar) + "=" + std::to_string(info.localRank) + " is out of range [0, " +
-                std::to_string(info.localSize) + ")");
-    }
-    info.jobId = jobIdentifiers(lookup);
+    info->jobId = jobIdentifiers(lookup);
     return info;
   }
   return std::nullopt;

@@ -8,6 +8,8 @@
 //   PMI        PMI_RANK, PMI_SIZE [, MPI_LOCALRANKID, MPI_LOCALNRANKS]       (MPICH / Hydra)
 //   Slurm      SLURM_PROCID, SLURM_NTASKS [, SLURM_LOCALID, SLURM_STEP_TASKS_PER_NODE + SLURM_NODEID]
 //   torchrun   RANK, WORLD_SIZE [, LOCAL_RANK, LOCAL_WORLD_SIZE]
+// A local rank or size the first source does not give comes from the next source that gives it and
+// agrees on rank and size (srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE, and Slurm's variables).
 // The store's address, in order:
 //   1. CONFLUX_BOOTSTRAP_ADDR = host:port or [v6]:port;
 //   2. MASTER_ADDR with port MASTER_PORT + 1 (torchrun's own TCPStore already listens on MASTER_PORT);
@@ -49,6 +51,9 @@ struct LauncherInfo {
   int size = -1;        ///< >= 1
   int localRank = -1;   ///< -1 when the launcher does not say
   int localSize = -1;   ///< -1 when the launcher does not say
+  /// The source the local rank or size came from when `source` does not say and a later source that
+  /// agrees on rank and size does (srun --mpi=pmi2: PMI's rank and size, Slurm's local ranks); else "".
+  std::string localFrom;
   std::string jobId;    ///< "NAME=value;..." of the job identifiers present; empty when none
 };
 

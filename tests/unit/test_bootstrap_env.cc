@@ -111,6 +111,59 @@ TEST(BootstrapEnv, DetectsEachLauncher) {
   EXPECT_FALSE(detectLauncher(FakeEnv({{"RANK", "1"}, {"PMI_RANK", ""}}).lookup()).has_value());
 }
 
+// Launchers stack: the first source that gives rank and size wins, and what it leaves unsaid about the
+// node comes from a later source that agrees on rank and size. The environments are what srun 22.05 set.
+TEST(BootstrapEnv, StackedLaunchersFillLocalRanksFromAnAgreeingSource) {
+  // srun --mpi=pmi2: PMI's rank and size, Slurm's local rank and tasks per node.
+  LauncherInfo i = detect({{"PMI_FD", "13"}, {"PMI_JOBID", "6.0"}, {"PMI_RANK", "1"}, {"PMI_SIZE", "2"},
+                           {"SLURM_JOB_ID", "6"}, {"SLURM_LOCALID", "1"}, {"SLURM_NODEID", "0"}, {"SLURM_NPROCS", "2"},
+                           {"SLURM_NTASKS", "2"}, {"SLURM_PROCID", "1"}, {"SLURM_STEP_ID", "0"},
+                           {"SLURM_STEP_TASKS_PER_NODE", "2"}, {"SLURM_TASKS_PER_NODE", "2"}});
+  EXPECT_EQ(i.source, "PMI");
+  EXPECT_EQ(i.rank, 1);
+  EXPECT_EQ(i.localRank, 1);
+  EXPECT_EQ(i.localSize, 2);
+  EXPECT_EQ(i.localFrom, "Slurm");
+  EXPECT_EQ(i.jobId, "SLURM_JOB_ID=6;SLURM_STEP_ID=0;");
+
+  // srun --mpi=pmix: PMIx gives no size, so Slurm is the source, whole.
+  i = detect({{"PMIX_NAMESPACE", "slurm.pmix.5.0"}, {"PMIX_RANK", "1"}, {"SLURM_JOB_ID", "5"}, {"SLURM_LOCALID", "1"},
+              {"SLURM_NODEID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_PROCID", "1"}, {"SLURM_STEP_ID", "0"},
+              {"SLURM_STEP_TASKS_PER_NODE", "2"}});
+  EXPECT_EQ(i.source, "Slurm");
+  EXPECT_EQ(i.localSize, 2);
+  EXPECT_EQ(i.localFrom, "");
+
+  // mpiexec inside a Slurm allocation: the allocation's variables describe another launch (8 tasks) and
+  // are not used for this one's local ranks.
+  i = detect({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"},
+              {"SLURM_LOCALID", "0"}, {"SLURM_TASKS_PER_NODE", "8"}, {"SLURM_NODEID", "0"}});
+  EXPECT_EQ(i.source, "PMI");
+  EXPECT_EQ(i.localRank, -1);
+  EXPECT_EQ(i.localSize, -1);
+  EXPECT_EQ(i.localFrom, "");
+
+  // A later source that does not parse is not an error for the one that does; the next agreeing one fills.
+  i = detect({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"},
+              {"SLURM_LOCALID", "x"}, {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"},
+              {"LOCAL_WORLD_SIZE", "1"}});
+  EXPECT_EQ(i.localRank, 0);
+  EXPECT_EQ(i.localSize, 1);
+  EXPECT_EQ(i.localFrom, "torchrun");
+
+  // The first source's own local rank stays; only the missing size is filled, and checked against it.
+  i = detect({{"PMIX_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+              {"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "1"}, {"SLURM_TASKS_PER_NODE", "2(x2)"},
+              {"SLURM_NODEID", "1"}});
+  EXPECT_EQ(i.source, "PMIx");
+  EXPECT_EQ(i.localRank, 1);
+  EXPECT_EQ(i.localSize, 2);
+  EXPECT_NE(errorOf({{"PMI_RANK", "1"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "3"}, {"SLURM_PROCID", "1"},
+                     {"SLURM_NTASKS", "4"}, {"SLURM_TASKS_PER_NODE", "2(x2)"}, {"SLURM_NODEID", "0"}})
+                .find("local rank 3 is out of range [0, 2)"),
+            std::string::npos);
+}
+
 TEST(BootstrapEnv, InvalidValuesNameTheVariable) {
   EXPECT_NE(errorOf({{"SLURM_PROCID", "abc"}, {"SLURM_NTASKS", "4"}}).find("SLURM_PROCID='abc'"), std::string::npos);
   EXPECT_NE(errorOf({{"OMPI_COMM_WORLD_RANK", "4"}, {"OMPI_COMM_WORLD_SIZE", "4"}})
