@@ -16,9 +16,12 @@ packages=(build-essential cmake ninja-build pkg-config git
           libfabric-dev libfabric-bin libhwloc-dev hwloc libopenmpi-dev openmpi-bin
           nlohmann-json3-dev iproute2 iperf3 python3-matplotlib python3-venv python3-dev
           prometheus-cpp-dev libcivetweb-dev)
-# The test suite also runs a real Prometheus and node_exporter (started by the test on 127.0.0.1).
-# and builds the libFuzzer targets with clang (tests/fuzz).
-if [[ $mode == test ]]; then packages+=(prometheus prometheus-node-exporter clang-14 libclang-rt-14-dev); fi
+# The test suite also runs a real Prometheus and node_exporter (started by the test on 127.0.0.1), a real
+# Slurm (munged, slurmctld and slurmd started by the tests, never as services: tests/slurm), and builds
+# the libFuzzer targets with clang (tests/fuzz).
+if [[ $mode == test ]]; then
+  packages+=(prometheus prometheus-node-exporter slurmctld slurmd slurm-client munge clang-14 libclang-rt-14-dev)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

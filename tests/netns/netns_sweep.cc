@@ -10,12 +10,14 @@
 // (failed cases are printed to stderr by the sweep).
 //
 // --loop (fault tests, test_faults.py): all-reduces (sum) COUNT floats again and again for SECONDS (the
-// ranks agree on the last call), each result checked; prints "netns_sweep: rank R/N: looping" after the first call and at the end
+// ranks agree on the last call), each result checked; prints "netns_sweep: rank R/N: looping (pid P)" after the first call and at the end
 // "netns_sweep: rank R/N: done: K calls, slowest T ms" (exit 0). When a call fails it prints
 // "netns_sweep: rank R/N: call K failed after T ms: <error>" and exits 3; a wrong result exits 2.
 // With --recover a failed call is followed by a new communicator from the same environment (the same
 // bootstrap address: the link may come back), retried for up to 60 s, which must all-reduce correctly:
 // "netns_sweep: rank R/N: recovered after T ms" and exit 0.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -111,7 +113,7 @@ int loop(cfxComm_t comm, size_t count, double seconds, bool recovering) {
     }
     slowest = std::max(slowest, ms);
     if (k == 1) {
-      std::printf("netns_sweep: rank %d/%d: looping\n", rank, nranks);
+      std::printf("netns_sweep: rank %d/%d: looping (pid %d)\n", rank, nranks, static_cast<int>(getpid()));
       std::fflush(stdout);
     }
   }
