@@ -32,6 +32,13 @@ if(NOT CONFLUX_WITH_HWLOC STREQUAL "OFF" AND PkgConfig_FOUND)
 endif()
 conflux_resolve(HWLOC _hwloc_found)
 
+set(_pmix_found OFF)
+if(NOT CONFLUX_WITH_PMIX STREQUAL "OFF" AND PkgConfig_FOUND)
+  pkg_check_modules(PMIX QUIET IMPORTED_TARGET pmix)
+  set(_pmix_found ${PMIX_FOUND})
+endif()
+conflux_resolve(PMIX _pmix_found)
+
 set(_mpi_found OFF)
 if(NOT CONFLUX_WITH_MPI STREQUAL "OFF")
   find_package(MPI QUIET COMPONENTS C)

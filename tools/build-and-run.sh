@@ -13,7 +13,7 @@ mode="${1:-demo}"
 
 packages=(build-essential cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev
-          libfabric-dev libfabric-bin libhwloc-dev hwloc libopenmpi-dev openmpi-bin
+          libfabric-dev libfabric-bin libhwloc-dev hwloc libopenmpi-dev openmpi-bin libpmix-dev
           nlohmann-json3-dev iproute2 iperf3 python3-matplotlib python3-venv python3-dev
           prometheus-cpp-dev libcivetweb-dev)
 # The test suite also runs a real Prometheus and node_exporter (started by the test on 127.0.0.1), a real

@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <thread>
 
 #include "core/bootstrap/crypto.h"
 #include "core/bootstrap/launcher_env.h"
+#include "core/bootstrap/pmix_exchange.h"
 #include "core/bootstrap/socket.h"
 #include "core/config.h"
 #include "core/error.h"
@@ -160,6 +162,51 @@ void addressRendezvous(const EnvLookup& env, const LauncherInfo& li, const std::
   }
 }
 
+// Exchanges of this process (cfxCommInitFromEnv may be called more than once; ranks call it in the same
+// order), naming each exchange's PMIx key.
+std::atomic<unsigned> pmixExchanges{0};
+
+// Under a PMIx launcher: rank 0 starts the store (loopback when every rank is on this node, else the
+// address pickBindHost chooses) with a random secret, and PMIx carries the encoded id to the others.
+// False (and nothing started) when PMIx cannot be initialised here.
+bool pmixRendezvous(const EnvLookup& env, const LauncherInfo& li, std::chrono::milliseconds timeout,
+                    EnvBootstrap& out) {
+  std::string mine;
+  if (li.rank == 0) {
+    const bool allLocal = li.localSize == li.size;
+    auto secret = configuredSecret(env);
+    out.server = secret ? StoreServer::start(pickBindHost(allLocal), 0, *secret) : StoreServer::startForNewJob(allLocal);
+    out.id = out.server->uniqueId();
+    const cfxUniqueId raw = encode(out.id);
+    mine = toHex(raw.internal, sizeof raw.internal);
+  }
+  std::optional<std::string> shared = pmixShareFromRankZero(mine, li.rank, pmixExchanges++, timeout);
+  if (!shared) {
+    out.server.reset();
+    return false;
+  }
+  if (li.rank != 0) {
+    cfxUniqueId raw;
+    if (shared->size() != 2 * sizeof raw.internal ||
+        !fromHex(*shared, reinterpret_cast<uint8_t*>(raw.internal), sizeof raw.internal)) {
+      throw Error(Code::InvalidArgument, "bootstrap: rank 0's unique id from PMIx is malformed (" +
+                                             std::to_string(shared->size()) + " characters)");
+    }
+    out.id = decode(raw);
+  }
+  out.rendezvous = "PMIx";
+  return true;
+}
+
+// PMIx is used when the build has it, CONFLUX_PMIX is not 0, and the PMIx variables describe this
+// launch (PMIX_RANK is the rank the launcher detection chose).
+bool pmixApplies(const EnvLookup& env, const LauncherInfo& li) {
+  const char* enabled = lookupVar(env, config::Var::PMIX);
+  if (!pmixBuiltIn() || (enabled != nullptr && std::string(enabled) == "0")) return false;
+  const char* rank = lookupVar(env, "PMIX_RANK");
+  return lookupVar(env, "PMIX_NAMESPACE") != nullptr && rank != nullptr && std::string(rank) == std::to_string(li.rank);
+}
+
 }  // namespace
 
 RendezvousFile::~RendezvousFile() {
@@ -202,6 +249,8 @@ EnvBootstrap resolveFromEnvironment(const EnvLookup& env, std::chrono::milliseco
     auto secret = configuredSecret(env);
     out.server = secret ? StoreServer::start("127.0.0.1", 0, *secret) : StoreServer::startForNewJob(true);
     out.id = out.server->uniqueId();
+  } else if (pmixApplies(env, *li) && pmixRendezvous(env, *li, timeout, out)) {
+    // done: the id came through PMIx
   } else if (li->localSize == li->size) {
     if (li->jobId.empty()) {
       throw Error(Code::InvalidUsage, "bootstrap: no job identifier to name the rendezvous file (" + li->source +
@@ -212,7 +261,8 @@ EnvBootstrap resolveFromEnvironment(const EnvLookup& env, std::chrono::milliseco
     throw Error(Code::InvalidUsage,
                 "bootstrap: no rendezvous address for " + std::to_string(li->size) + " ranks (launcher: " +
                     li->source + (li->localSize < 0 ? ", local size unknown" : ", not all on this node") +
-                    "); set CONFLUX_BOOTSTRAP_ADDR=host:port or MASTER_ADDR/MASTER_PORT");
+                    "); set CONFLUX_BOOTSTRAP_ADDR=host:port or MASTER_ADDR/MASTER_PORT" +
+                    (pmixBuiltIn() ? ", or launch with PMIx (srun --mpi=pmix)" : ""));
   }
   CFX_INFO(kBootstrap, "bootstrap: rank %d/%d from %s, store %s via %s", out.rank, out.nranks,
            out.source.c_str(), describe(out.id).c_str(), out.rendezvous.c_str());

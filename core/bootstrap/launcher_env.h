@@ -13,7 +13,10 @@
 // The store's address, in order:
 //   1. CONFLUX_BOOTSTRAP_ADDR = host:port or [v6]:port;
 //   2. MASTER_ADDR with port MASTER_PORT + 1 (torchrun's own TCPStore already listens on MASTER_PORT);
-//   3. when every rank is on this node (local size == size): a file rendezvous. Rank 0 starts a store on
+//   3. under a PMIx launcher (PMIX_NAMESPACE and PMIX_RANK set, CONFLUX_PMIX not 0, a build with PMIx):
+//      rank 0 starts a store with a random secret and PMIx carries the id (pmix_exchange.h); where no PMIx
+//      server answers, on to the next mode;
+//   4. when every rank is on this node (local size == size): a file rendezvous. Rank 0 starts a store on
 //      127.0.0.1 (ephemeral port) and publishes the encoded id atomically (temp file + rename, mode 0600)
 //      as $TMPDIR/conflux-<uid>-<job key>.id; the others poll for it. The job key hashes the launcher's job
 //      ids (CONFLUX_JOB_ID, OMPI_MCA_ess_base_jobid, PMIX_NAMESPACE, SLURM_JOB_ID + SLURM_STEP_ID,
@@ -23,7 +26,7 @@
 //      (launcher job ids are unique per launch, so only a reused CONFLUX_JOB_ID can cause this).
 // In modes 1 and 2 rank 0 starts the store (on that address when it is a loopback address, else on the
 // wildcard address of its family). The secret is CONFLUX_SECRET (64 hex characters) when set; without it
-// mode 3 uses a random one (only the file carries it) and modes 1-2 derive it from the job identifiers,
+// modes 3 and 4 use a random one (only PMIx or the file carries it) and modes 1-2 derive it from the job identifiers,
 // which other users of the cluster could guess: a warning says so.
 #pragma once
 
@@ -82,7 +85,7 @@ struct EnvBootstrap {
   int localRank = -1, localSize = -1;   ///< as the launcher said (-1 unknown); informational
   std::shared_ptr<StoreServer> server;  ///< the store, non-null on rank 0
   std::string source;                   ///< launcher source used, for logs
-  std::string rendezvous;               ///< how the store was found: "CONFLUX_BOOTSTRAP_ADDR", "MASTER_ADDR", "file"
+  std::string rendezvous;               ///< how the store was found: "CONFLUX_BOOTSTRAP_ADDR", "MASTER_ADDR", "PMIx", "file"
   std::shared_ptr<RendezvousFile> file; ///< rank 0 of a file rendezvous: removes the file when released
 
   /// The cleanup hook: removes the rendezvous file (rank 0 of a file rendezvous; no-op elsewhere). Call

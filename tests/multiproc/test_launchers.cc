@@ -1,5 +1,6 @@
 // cfxCommInitFromEnv on real processes, with each launcher's variables set as that launcher would:
-// torchrun (MASTER_ADDR/MASTER_PORT), Open MPI and Slurm (file rendezvous on one node), CONFLUX_*.
+// torchrun (MASTER_ADDR/MASTER_PORT), Open MPI and Slurm (file rendezvous on one node), Slurm with PMIx
+// variables but no PMIx server (the file again), CONFLUX_*. (PMIx itself: tests/slurm, srun --mpi=pmix.)
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -86,6 +87,16 @@ std::vector<std::pair<std::string, std::string>> slurm(int rank, int n, int, con
           {"SLURM_NODEID", "0"}, {"SLURM_JOB_ID", job}, {"SLURM_STEP_ID", "0"}};
 }
 
+// Slurm's variables and PMIx's, but no PMIx server to reach (a stale environment, or a build whose PMIx
+// cannot talk to the launcher's): the ranks fall back to the rendezvous file.
+std::vector<std::pair<std::string, std::string>> pmixUnreachable(int rank, int n, int port, const std::string& job) {
+  auto env = slurm(rank, n, port, job);
+  env.push_back({"PMIX_NAMESPACE", "conflux-test-" + job});
+  env.push_back({"PMIX_RANK", std::to_string(rank)});
+  env.push_back({"PMIX_SERVER_URI4", "pmix-server.1;tcp4://127.0.0.1:1"});
+  return env;
+}
+
 std::vector<std::pair<std::string, std::string>> confluxVars(int rank, int n, int port, const std::string&) {
   return {{"CONFLUX_RANK", std::to_string(rank)}, {"CONFLUX_NRANKS", std::to_string(n)},
           {"CONFLUX_BOOTSTRAP_ADDR", "127.0.0.1:" + std::to_string(port)},
@@ -106,7 +117,8 @@ TEST_P(InitFromEnv, EveryRankJoinsWithItsLaunchersRank) {
 
 INSTANTIATE_TEST_SUITE_P(Launchers, InitFromEnv,
                          ::testing::Values(LauncherCase{"torchrun", torchrun}, LauncherCase{"OpenMPI", openMpi},
-                                           LauncherCase{"Slurm", slurm}, LauncherCase{"Conflux", confluxVars}),
+                                           LauncherCase{"Slurm", slurm}, LauncherCase{"PmixUnreachable", pmixUnreachable},
+                                           LauncherCase{"Conflux", confluxVars}),
                          [](const auto& p) { return std::string(p.param.name); });
 
 TEST(InitFromEnvErrors, NoLauncherIsAClearError) {

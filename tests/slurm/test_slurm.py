@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Conflux launched by a real Slurm (slurm_cluster.py: munged, slurmctld, slurmd on this machine).
 
-  test_slurm.py SCENARIO --perf PATH_TO_conflux-perf --sweep PATH_TO_netns_sweep [--docs DOCS_DIR]
+  test_slurm.py SCENARIO --perf PATH_TO_conflux-perf --sweep PATH_TO_netns_sweep [--pmix 0/1] [--docs DOCS_DIR]
 
   srun_perf    srun -n 4 conflux-perf allreduce: exit 0, every size checked ("0 OK"), the Slurm launcher
   srun_pmix    srun --mpi=pmix -n 3 of the correctness sweep (every collective, type and op): every rank
-               passes, and the init log names the launcher the variables imply (Slurm)
-  srun_pmi2    the same under --mpi=pmi2 ("PMI (local ranks from Slurm)")
+               passes, and the init log names the launcher the variables imply (Slurm) and the
+               rendezvous (PMIx, with --pmix 1: a build with PMIx)
+  srun_pmi2    the same under --mpi=pmi2 ("PMI (local ranks from Slurm)", a rendezvous file)
   kill_rank    srun -n 4 of all-reduces in a loop, rank 1 SIGKILLed once all loop: without -K every other
                rank fails naming rank 1 and srun ends; with -K srun ends the step within seconds
   sbatch_docs  the sbatch script of docs/launching.md, as written, with sbatch --wait
@@ -60,13 +61,13 @@ def srun_mpi(c, args, plugin, source):
     t = time.monotonic()
     r = c.srun(["--mpi=" + plugin, "-n", "3", args.sweep, "1", "1023"], env={"CONFLUX_DEBUG": "INFO"}, timeout=300)
     passed = sorted(set(re.findall(r"rank (\d+)/3: every case passed", r.stdout)))
-    sources = set(re.findall(r"bootstrap: rank 0/3 from (.*?), store", r.stdout))
+    sources = set(re.findall(r"bootstrap: rank 0/3 from (.*?), store \S+ via (\S+)", r.stdout))
     print("\n".join(l for l in r.stdout.splitlines() if "netns_sweep" in l or "bootstrap: rank" in l))
     print("srun_%s: %.1f s, ranks passed %s, launcher %s" % (plugin, time.monotonic() - t, passed, sources))
     if r.returncode != 0 or passed != ["0", "1", "2"]:
         return fail("srun --mpi=%s exited %d, ranks that passed: %s" % (plugin, r.returncode, passed), r.stdout[-4000:])
     if sources != {source}:
-        return fail("the init log names launcher %s, expected %r" % (sources, source))
+        return fail("the init log names launcher and rendezvous %s, expected %r" % (sources, source))
     return 0
 
 
@@ -169,6 +170,7 @@ def main():
     ap.add_argument("scenario", choices=["srun_perf", "srun_pmix", "srun_pmi2", "kill_rank", "sbatch_docs"])
     ap.add_argument("--perf", required=True)
     ap.add_argument("--sweep", required=True)
+    ap.add_argument("--pmix", type=int, default=1, help="1: the build has PMIx (CONFLUX_HAVE_PMIX)")
     ap.add_argument("--docs", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs"))
     args = ap.parse_args()
     why = sl.problem()
@@ -179,9 +181,10 @@ def main():
         if args.scenario == "srun_perf":
             return srun_perf(c, args)
         if args.scenario == "srun_pmix":
-            return srun_mpi(c, args, "pmix", "Slurm")
+            # PMIx carries the unique id when the build has it; else the rendezvous file does.
+            return srun_mpi(c, args, "pmix", ("Slurm", "PMIx" if args.pmix else "file"))
         if args.scenario == "srun_pmi2":
-            return srun_mpi(c, args, "pmi2", "PMI (local ranks from Slurm)")
+            return srun_mpi(c, args, "pmi2", ("PMI (local ranks from Slurm)", "file"))
         if args.scenario == "kill_rank":
             return kill_rank(c, args)
         return sbatch_docs(c, args)
