@@ -2,13 +2,18 @@
 // exchange reports "unavailable" and the environment rendezvous goes on to its other modes.
 #include "core/bootstrap/pmix_exchange.h"
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.h"
 #include "core/log.h"
 
 #if CONFLUX_HAVE_PMIX
+#include <dlfcn.h>
 #include <pmix.h>
+
+#include <cstdlib>
+#include <cstring>
 #endif
 
 namespace conflux::bootstrap {
@@ -17,18 +22,80 @@ namespace conflux::bootstrap {
 
 namespace {
 
-[[noreturn]] void fail(const char* call, pmix_status_t rc) {
+// PMIx is opened at run time (dlopen), not linked: libconflux then loads on machines without PMIx (a
+// PyTorch wheel, a container without Slurm), and a launcher's PMIx is used where there is one. Only the
+// header's types and constants come from the build; the functions are looked up here.
+struct PmixApi {
+  decltype(&PMIx_Init) init = nullptr;
+  decltype(&PMIx_Finalize) finalize = nullptr;
+  decltype(&PMIx_Put) put = nullptr;
+  decltype(&PMIx_Commit) commit = nullptr;
+  decltype(&PMIx_Fence) fence = nullptr;
+  decltype(&PMIx_Get) get = nullptr;
+  decltype(&PMIx_Error_string) errorString = nullptr;
+  decltype(&PMIx_Value_destruct) valueDestruct = nullptr;
+};
+
+template <class F>
+bool lookUp(void* lib, const char* name, F& fn) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+  return fn != nullptr;
+}
+
+// The library the build found (its directory is not on the loader's path on Debian), then the loader's.
+const PmixApi* openPmix() {
+  static const PmixApi* api = []() -> const PmixApi* {
+    for (const char* name : {CONFLUX_PMIX_LIBDIR "/libpmix.so.2", "libpmix.so.2", "libpmix.so"}) {
+      void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (lib == nullptr) continue;
+      auto* a = new PmixApi;  // kept for the process: PMIx is not unloaded
+      if (lookUp(lib, "PMIx_Init", a->init) && lookUp(lib, "PMIx_Finalize", a->finalize) &&
+          lookUp(lib, "PMIx_Put", a->put) && lookUp(lib, "PMIx_Commit", a->commit) &&
+          lookUp(lib, "PMIx_Fence", a->fence) && lookUp(lib, "PMIx_Get", a->get) &&
+          lookUp(lib, "PMIx_Error_string", a->errorString) && lookUp(lib, "PMIx_Value_destruct", a->valueDestruct)) {
+        CFX_INFO(kBootstrap, "bootstrap: PMIx from %s", name);
+        return a;
+      }
+      delete a;
+      dlclose(lib);
+    }
+    CFX_INFO(kBootstrap, "bootstrap: PMIx variables are set but no PMIx library could be opened");
+    return nullptr;
+  }();
+  return api;
+}
+
+[[noreturn]] void fail(const PmixApi& api, const char* call, pmix_status_t rc) {
   throw Error(rc == PMIX_ERR_TIMEOUT ? Code::Timeout : Code::SystemError,
-              std::string("bootstrap: ") + call + " failed: " + PMIx_Error_string(rc));
+              std::string("bootstrap: ") + call + " failed: " + api.errorString(rc));
+}
+
+// Copies at most `max` characters of `text` into the zeroed `out` (which has room for max + 1).
+void copyName(char* out, const char* text, size_t max) { std::memcpy(out, text, strnlen(text, max)); }
+
+pmix_proc_t procOf(const char* nspace, pmix_rank_t rank) {
+  pmix_proc_t p;
+  std::memset(&p, 0, sizeof p);
+  copyName(p.nspace, nspace, PMIX_MAX_NSLEN);
+  p.rank = rank;
+  return p;
+}
+
+pmix_info_t infoOf(const char* key, pmix_data_type_t type) {
+  pmix_info_t i;
+  std::memset(&i, 0, sizeof i);
+  copyName(i.key, key, PMIX_MAX_KEYLEN);
+  i.value.type = type;
+  return i;
 }
 
 // PMIx_Init at construction, PMIx_Finalize at destruction (PMIx counts them: an MPI library's own
 // initialisation in the same process is not disturbed).
 class PmixSession {
  public:
-  PmixSession() { ok_ = PMIx_Init(&me_, nullptr, 0) == PMIX_SUCCESS; }
+  explicit PmixSession(const PmixApi& api) : api_(api) { ok_ = api_.init(&me_, nullptr, 0) == PMIX_SUCCESS; }
   ~PmixSession() {
-    if (ok_) PMIx_Finalize(nullptr, 0);
+    if (ok_) api_.finalize(nullptr, 0);
   }
   PmixSession(const PmixSession&) = delete;
   PmixSession& operator=(const PmixSession&) = delete;
@@ -36,6 +103,7 @@ class PmixSession {
   const pmix_proc_t& me() const { return me_; }
 
  private:
+  const PmixApi& api_;
   pmix_proc_t me_{};
   bool ok_ = false;
 };
@@ -46,7 +114,9 @@ bool pmixBuiltIn() { return true; }
 
 std::optional<std::string> pmixShareFromRankZero(const std::string& value, int expectedRank, unsigned exchange,
                                                  std::chrono::milliseconds timeout) {
-  PmixSession session;
+  const PmixApi* api = openPmix();
+  if (api == nullptr) return std::nullopt;
+  PmixSession session(*api);
   if (!session.ok()) {
     CFX_INFO(kBootstrap, "bootstrap: PMIx variables are set but PMIx_Init failed: no PMIx server here");
     return std::nullopt;
@@ -59,33 +129,27 @@ std::optional<std::string> pmixShareFromRankZero(const std::string& value, int e
   const std::string key = "conflux.uid." + std::to_string(exchange);
   if (session.me().rank == 0) {
     pmix_value_t v;
-    PMIX_VALUE_CONSTRUCT(&v);
+    std::memset(&v, 0, sizeof v);
     v.type = PMIX_STRING;
     v.data.string = const_cast<char*>(value.c_str());  // PMIx_Put copies it
-    if (pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, key.c_str(), &v); rc != PMIX_SUCCESS) fail("PMIx_Put", rc);
-    if (pmix_status_t rc = PMIx_Commit(); rc != PMIX_SUCCESS) fail("PMIx_Commit", rc);
+    if (pmix_status_t rc = api->put(PMIX_GLOBAL, key.c_str(), &v); rc != PMIX_SUCCESS) fail(*api, "PMIx_Put", rc);
+    if (pmix_status_t rc = api->commit(); rc != PMIX_SUCCESS) fail(*api, "PMIx_Commit", rc);
   }
-  // Every rank of the namespace, with data collected, within the timeout (seconds; at least 1).
-  pmix_proc_t all;
-  PMIX_PROC_LOAD(&all, session.me().nspace, PMIX_RANK_WILDCARD);
-  pmix_info_t info[2];
-  bool collect = true;
-  int seconds = static_cast<int>((timeout.count() + 999) / 1000);
-  if (seconds < 1) seconds = 1;
-  PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
-  PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &seconds, PMIX_INT);
-  pmix_status_t rc = PMIx_Fence(&all, 1, info, 2);
-  PMIX_INFO_DESTRUCT(&info[0]);
-  PMIX_INFO_DESTRUCT(&info[1]);
-  if (rc != PMIX_SUCCESS) fail("PMIx_Fence", rc);
+  // Every rank of the namespace, with data collected, within the timeout (whole seconds, at least 1).
+  const pmix_proc_t all = procOf(session.me().nspace, PMIX_RANK_WILDCARD);
+  pmix_info_t info[2] = {infoOf(PMIX_COLLECT_DATA, PMIX_BOOL), infoOf(PMIX_TIMEOUT, PMIX_INT)};
+  info[0].value.data.flag = true;
+  info[1].value.data.integer = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
+  if (pmix_status_t rc = api->fence(&all, 1, info, 2); rc != PMIX_SUCCESS) fail(*api, "PMIx_Fence", rc);
   if (session.me().rank == 0) return value;
-  pmix_proc_t root;
-  PMIX_PROC_LOAD(&root, session.me().nspace, 0);
+  const pmix_proc_t root = procOf(session.me().nspace, 0);
   pmix_value_t* got = nullptr;
-  rc = PMIx_Get(&root, key.c_str(), nullptr, 0, &got);
-  if (rc != PMIX_SUCCESS) fail("PMIx_Get", rc);
-  std::string out = got->type == PMIX_STRING && got->data.string != nullptr ? got->data.string : "";
-  PMIX_VALUE_RELEASE(got);
+  if (pmix_status_t rc = api->get(&root, key.c_str(), nullptr, 0, &got); rc != PMIX_SUCCESS) fail(*api, "PMIx_Get", rc);
+  std::string out = got != nullptr && got->type == PMIX_STRING && got->data.string != nullptr ? got->data.string : "";
+  if (got != nullptr) {
+    api->valueDestruct(got);
+    std::free(got);
+  }
   if (out.empty()) throw Error(Code::SystemError, "bootstrap: PMIx_Get of " + key + " gave no string");
   return out;
 }
