@@ -1,7 +1,15 @@
 #!/usr/bin/env python3
-"""A real Slurm cluster on this machine, for tests: munged, slurmctld and one slurmd from Debian's packages
+"""A real Slurm cluster on this machine, for tests: munged, slurmctld and slurmd from Debian's packages
 (slurmctld, slurmd, slurm-client, munge), started as plain child processes with a configuration in a
 temporary directory (never as system services), and always torn down (context manager, atexit, SIGTERM).
+
+One node: every daemon on loopback. Several (nodes=2): simulated nodes from tests/netns/netns_cluster.py,
+one network namespace per node joined by a bridge (node i at 10.200.0.<i+1>); each slurmd runs in its
+node's namespace (entered with nsenter --net, not `ip netns exec`, which remounts /sys and breaks slurmd)
+and in UTS and mount namespaces of its own: its hostname is the node's name, so that the tasks of
+different nodes see different hosts (Conflux's node identity is the hostname and boot id), and a private
+directory is mounted on its /tmp (PMIx's per-step directories there would collide), and an /etc/hosts
+naming the nodes on its /etc/hosts. The cluster's own directory is therefore under /var/tmp. slurmctld and the clients (srun, sbatch) run in node 0's namespace.
 
 What makes it work here (docs/launching.md, "Testing with a real Slurm"):
   - munged runs as the munge user with its own key and its socket in a directory of mode 755;
@@ -24,8 +32,12 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "netns"))
+import netns_cluster  # noqa: E402
 
 SKIP_RC = 77
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd")
@@ -36,8 +48,8 @@ def _which(name):
     return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin")
 
 
-def problem():
-    """Why a cluster cannot start here, or None."""
+def problem(nodes=1):
+    """Why a cluster of `nodes` cannot start here, or None."""
     if os.geteuid() != 0:
         return "not root (slurmd runs as root)"
     missing = [b for b in DAEMONS + CLIENTS if _which(b) is None]
@@ -48,6 +60,12 @@ def problem():
         pwd.getpwnam("munge")
     except KeyError:
         return "no munge user (the munge package makes it)"
+    if nodes > 1:
+        why = netns_cluster.capability_problem()
+        if why:
+            return why
+        if _which("nsenter") is None or _which("unshare") is None:
+            return "nsenter or unshare missing (util-linux)"
     return None
 
 
@@ -68,7 +86,7 @@ def free_port():
 
 CONF = """\
 ClusterName=cfxtest
-SlurmctldHost=localhost(127.0.0.1)
+SlurmctldHost={ctld_host}({ctld_addr})
 SlurmctldPort={ctld_port}
 SlurmdPort={slurmd_port}
 SrunPortRange={srun_lo}-{srun_hi}
@@ -92,19 +110,42 @@ MpiDefault=none
 ReturnToService=2
 KillWait=5
 InactiveLimit=0
-NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN
-PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+{node_lines}
+PartitionName=debug Nodes={node_list} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 """
 
 
 class SlurmCluster:
-    """One node, `cpus` CPUs declared (more than the machine has is fine: config_overrides)."""
+    """`nodes` nodes named node0.., each declaring `cpus` CPUs (more than the machine has is fine:
+    config_overrides)."""
 
-    def __init__(self, cpus=8, node="node0", verbose=False):
-        self.cpus, self.node, self.verbose = cpus, node, verbose
+    def __init__(self, nodes=1, cpus=8, verbose=False):
+        self.nodes, self.cpus, self.verbose = nodes, cpus, verbose
+        self.names = ["node%d" % i for i in range(nodes)]
         self.dir = None
+        self.net = None  # netns_cluster.Cluster when nodes > 1
         self.procs = []  # (name, Popen), in start order
         self._atexit = False
+
+    def addr(self, i):
+        return "127.0.0.1" if self.net is None else self.net.addr(i)
+
+    def _in_node(self, i, cmd, hostname=None):
+        """`cmd` run in node i's network namespace (and, given a hostname, a UTS namespace with that name)."""
+        if self.net is None:
+            return list(cmd)
+        args = [_which("nsenter"), "--net=/run/netns/" + self.net.node_ns(i), "--"]
+        if hostname:
+            # A host of its own: its name, and its own /tmp (PMIx's client directories are named after the
+            # job step, not the node, and would collide in a shared /tmp).
+            tmp = os.path.join(self.dir, "tmp-" + hostname)
+            os.makedirs(tmp, mode=0o1777, exist_ok=True)
+            os.chmod(tmp, 0o1777)
+            # And an /etc/hosts that names the nodes, as a cluster's DNS would.
+            script = 'hostname "$0" && mount --bind "$1" /tmp && mount --bind "$2" /etc/hosts && shift 2 && exec "$@"'
+            return args + [_which("unshare"), "--uts", "--mount", "--propagation", "private", "--", "sh", "-c",
+                           script, hostname, tmp, self.hosts] + list(cmd)
+        return args + list(cmd)
 
     # ---- set-up and tear-down ----
     def __enter__(self):
@@ -123,7 +164,7 @@ class SlurmCluster:
             print("slurm_cluster: " + msg, flush=True)
 
     def start(self):
-        why = problem()
+        why = problem(self.nodes)
         if why:
             raise RuntimeError("slurm: " + why)
         if not self._atexit:
@@ -132,9 +173,10 @@ class SlurmCluster:
             for sig in (signal.SIGTERM, signal.SIGHUP):
                 signal.signal(sig, lambda signum, _frame: (_ for _ in ()).throw(SystemExit(128 + signum)))
             self._atexit = True
-        self.dir = tempfile.mkdtemp(prefix="cfx-slurm-")
+        # Not under /tmp: simulated nodes mount a /tmp of their own over it.
+        self.dir = tempfile.mkdtemp(prefix="cfx-slurm-", dir="/var/tmp")
         os.chmod(self.dir, 0o755)  # munged (as munge) and slurmd's steps must reach their files
-        for sub in ("munge", "state", "spool", "log"):
+        for sub in ["munge", "state", "spool", "log"] + [os.path.join("spool", n) for n in self.names]:
             os.makedirs(os.path.join(self.dir, sub), mode=0o755, exist_ok=True)
         munge_dir = os.path.join(self.dir, "munge")
         shutil.chown(munge_dir, "munge", "munge")
@@ -148,15 +190,28 @@ class SlurmCluster:
                                "--seed-file=" + os.path.join(munge_dir, "munged.seed")],
                     user="munge", group="munge")
         self._wait_for(lambda: os.path.exists(os.path.join(munge_dir, "munge.socket")), 10, "munged's socket")
+        if self.nodes > 1:
+            self.net = netns_cluster.Cluster(nodes=self.nodes, signals=False)
+            self.net.create()
+            self.hosts = os.path.join(self.dir, "hosts")
+            with open(self.hosts, "w") as f:
+                f.write("127.0.0.1 localhost\n%s ctl\n" % self.addr(0))
+                f.writelines("%s %s\n" % (self.addr(i), n) for i, n in enumerate(self.names))
+            os.chmod(self.hosts, 0o644)
         srun_lo = free_port()
+        node_lines = "\n".join("NodeName=%s NodeAddr=%s NodeHostname=%s CPUs=%d State=UNKNOWN" % (
+            n, self.addr(i), n, self.cpus) for i, n in enumerate(self.names))
         self.conf = os.path.join(self.dir, "slurm.conf")
         with open(self.conf, "w") as f:
             f.write(CONF.format(dir=self.dir, ctld_port=free_port(), slurmd_port=free_port(), srun_lo=srun_lo,
-                                srun_hi=min(srun_lo + 50, 65535), node=self.node, cpus=self.cpus))
+                                srun_hi=min(srun_lo + 50, 65535), ctld_host="ctl" if self.net else "localhost",
+                                ctld_addr=self.addr(0), node_lines=node_lines, node_list=",".join(self.names)))
         os.chmod(self.conf, 0o644)
-        self._spawn("slurmctld", [_which("slurmctld"), "-D", "-f", self.conf])
-        self._spawn("slurmd", [_which("slurmd"), "-D", "-f", self.conf, "-N", self.node])
-        self._wait_for(self._node_idle, 30, "node %s to be idle" % self.node)
+        # slurmctld checks that its host's name is SlurmctldHost's ("localhost" passes on one node).
+        self._spawn("slurmctld", self._in_node(0, [_which("slurmctld"), "-D", "-f", self.conf], hostname="ctl"))
+        for i, n in enumerate(self.names):
+            self._spawn("slurmd." + n, self._in_node(i, [_which("slurmd"), "-D", "-f", self.conf, "-N", n], hostname=n))
+        self._wait_for(self._nodes_idle, 30, "every node to be idle")
         self._say("up in %s" % self.dir)
 
     def _spawn(self, name, args, **kwargs):
@@ -176,12 +231,12 @@ class SlurmCluster:
             if ready():
                 return
             time.sleep(0.2)
-        raise RuntimeError("slurm: no %s within %d s: %s" % (what, seconds, self.log_tail("slurmd")))
+        raise RuntimeError("slurm: no %s within %d s: %s" % (what, seconds, self.log_tail("slurmd." + self.names[-1])))
 
-    def _node_idle(self):
-        out = subprocess.run([_which("sinfo"), "-h", "-N", "-o", "%t"], env=self.env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True, timeout=10)
-        return out.returncode == 0 and out.stdout.strip() == "idle"
+    def _nodes_idle(self):
+        out = subprocess.run(self.client_args(["sinfo", "-h", "-N", "-o", "%t"]), env=self.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=10)
+        return out.returncode == 0 and out.stdout.split() == ["idle"] * self.nodes
 
     def log_tail(self, name, lines=10):
         for path in (os.path.join(self.dir or "", "log", name + ".log"), os.path.join(self.dir or "", "log", name + ".out")):
@@ -195,7 +250,7 @@ class SlurmCluster:
         if not self.procs and self.dir is None:
             return
         if self.dir and any(n == "slurmctld" and p.poll() is None for n, p in self.procs):
-            subprocess.run([_which("scancel"), "--full", "--user=root"], env=self.env(), timeout=10,
+            subprocess.run(self.client_args(["scancel", "--full", "--user=root"]), env=self.env(), timeout=10,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             end = time.monotonic() + 10
             while time.monotonic() < end and self._jobs_left():
@@ -209,12 +264,15 @@ class SlurmCluster:
                     p.kill()
                     p.wait(timeout=10)
         self.procs = []
+        if self.net is not None:
+            self.net.destroy()
+            self.net = None
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
 
     def _jobs_left(self):
-        out = subprocess.run([_which("squeue"), "-h", "-o", "%i"], env=self.env(), stdout=subprocess.PIPE,
+        out = subprocess.run(self.client_args(["squeue", "-h", "-o", "%i"]), env=self.env(), stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True, timeout=10)
         return out.returncode == 0 and out.stdout.strip() != ""
 
@@ -229,14 +287,19 @@ class SlurmCluster:
         e.update(extra or {})
         return e
 
-    def popen(self, args, env=None, **kwargs):
+    def client_args(self, cmd):
+        """A client command line (its first word a Slurm client's name), run where clients run (node 0)."""
+        return self._in_node(0, [_which(cmd[0])] + list(cmd[1:]))
+
+    def popen(self, cmd, env=None, **kwargs):
         """A client command (srun, sbatch, ...) against this cluster."""
-        return subprocess.Popen(args, env=self.env(env), **kwargs)
+        return subprocess.Popen(self.client_args(cmd), env=self.env(env), **kwargs)
+
+    def run(self, cmd, env=None, timeout=120, **kwargs):
+        """A client command, its output (stdout and stderr together) as text."""
+        return subprocess.run(self.client_args(cmd), env=self.env(env), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=timeout, **kwargs)
 
     def srun(self, args, env=None, timeout=120):
         """srun ARGS..., its output (stdout and stderr together) as text."""
-        return subprocess.run([_which("srun")] + list(args), env=self.env(env), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=timeout)
-
-    def client(self, name):
-        return _which(name)
+        return self.run(["srun"] + list(args), env=env, timeout=timeout)

@@ -11,6 +11,9 @@
   kill_rank    srun -n 4 of all-reduces in a loop, rank 1 SIGKILLed once all loop: without -K every other
                rank fails naming rank 1 and srun ends; with -K srun ends the step within seconds
   sbatch_docs  the sbatch script of docs/launching.md, as written, with sbatch --wait
+  srun_two_nodes    two simulated nodes: srun -N 2 --ntasks-per-node=2 --mpi=pmix of the correctness sweep;
+                    every rank passes, the id came through PMIx, the ranks see 2 nodes over libfabric
+  sbatch_two_nodes  the two-node sbatch script of docs/launching.md, as written
 
 Exit code 0 on success, 1 on a failure, 77 where Slurm cannot start here (not root, packages missing).
 """
@@ -75,7 +78,7 @@ def run_loop_and_kill(c, args, extra):
     """srun [extra] -n 4 of an all-reduce loop; SIGKILL rank 1 once every rank loops. Returns (rc, lines,
     seconds from the kill to srun's end)."""
     env = {"CONFLUX_TIMEOUT_MS": str(TIMEOUT_MS)}
-    p = c.popen([c.client("srun")] + extra + ["-n", "4", args.sweep, "--loop", "4096", "60"], env=env,
+    p = c.popen(["srun"] + extra + ["-n", "4", args.sweep, "--loop", "4096", "60"], env=env,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines, pids = [], {}
     ready = threading.Event()
@@ -132,19 +135,21 @@ def kill_rank(c, args):
     return 0
 
 
-def doc_script(docs):
+def doc_script(docs, marker):
     """The bash block after the marker in docs/launching.md."""
     with open(os.path.join(docs, "launching.md")) as f:
         text = f.read()
-    m = re.search(r"<!-- tests/slurm/test_slurm.py runs the next block as written -->\s*```bash\n(.*?)```", text, re.S)
+    m = re.search(r"<!-- tests/slurm/test_slurm.py runs the next block as written%s -->\s*```bash\n(.*?)```" % marker,
+                  text, re.S)
     if not m:
-        raise RuntimeError("no marked sbatch script in docs/launching.md")
+        raise RuntimeError("no marked sbatch script%s in docs/launching.md" % marker)
     return m.group(1)
 
 
-def sbatch_docs(c, args):
-    script = doc_script(args.docs)
-    with tempfile.TemporaryDirectory(prefix="cfx-sbatch-") as d:
+def sbatch_docs(c, args, marker="", ranks=4):
+    script = doc_script(args.docs, marker)
+    # In the cluster's directory: simulated nodes have a /tmp of their own.
+    with tempfile.TemporaryDirectory(prefix="sbatch-", dir=c.dir) as d:
         os.chmod(d, 0o755)
         path, out = os.path.join(d, "job.sh"), os.path.join(d, "job.out")
         with open(path, "w") as f:
@@ -152,32 +157,61 @@ def sbatch_docs(c, args):
         # As a user would: conflux-perf on PATH, the script submitted from its directory.
         env = {"PATH": os.path.dirname(os.path.abspath(args.perf)) + os.pathsep + os.environ.get("PATH", "")}
         t = time.monotonic()
-        r = subprocess.run([c.client("sbatch"), "--wait", "-o", out, path], env=c.env(env), cwd=d,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+        r = c.run(["sbatch", "--wait", "-o", out, path], env=env, cwd=d, timeout=300)
         print(r.stdout)
         text = open(out).read() if os.path.exists(out) else ""
         print(text)
         print("sbatch_docs: %.1f s" % (time.monotonic() - t))
         if r.returncode != 0:
             return fail("sbatch --wait exited %d" % r.returncode)
-        if "# Out of bounds values : 0 OK" not in text or "4 ranks (launcher environment)" not in text:
-            return fail("the job's output does not show 4 ranks with every size correct")
+        if "# Out of bounds values : 0 OK" not in text or "%d ranks (launcher environment)" % ranks not in text:
+            return fail("the job's output does not show %d ranks with every size correct" % ranks)
+        if marker and not {"node0", "node1"} <= set(re.findall(r"Rank +\d+ Group +\d+ Pid +\d+ on +(\S+)", text)):
+            return fail("the job's ranks did not run on both nodes")
+    return 0
+
+
+def srun_two_nodes(c, args):
+    t = time.monotonic()
+    r = c.srun(["-N", "2", "--ntasks-per-node=2", "--mpi=pmix", args.sweep, "1", "1023"],
+               env={"CONFLUX_DEBUG": "INFO", "CONFLUX_DEBUG_SUBSYS": "INIT,BOOTSTRAP"}, timeout=300)
+    passed = sorted(set(re.findall(r"rank (\d+)/4: every case passed", r.stdout)))
+    print("\n".join(l for l in r.stdout.splitlines() if "netns_sweep" in l or "bootstrap: rank" in l or "node(s)" in l))
+    print("srun_two_nodes: %.1f s, ranks passed %s" % (time.monotonic() - t, passed))
+    if r.returncode != 0 or passed != ["0", "1", "2", "3"]:
+        return fail("srun -N 2 exited %d, ranks that passed: %s" % (r.returncode, passed), r.stdout[-4000:])
+    if not re.search(r"bootstrap: rank 0/4 from Slurm, store 10\.200\.0\.1:\d+ via PMIx", r.stdout):
+        return fail("rank 0's store was not on node 0's address, or its id did not come through PMIx")
+    hosts = set(re.findall(r"^(node\d):\d+:\d+ \[\d\] CONFLUX INFO rank \d: 2 node\(s\), inter-node messages over ofi",
+                           r.stdout, re.M))
+    if hosts != {"node0", "node1"}:
+        return fail("the ranks did not say they span 2 nodes over libfabric from both hosts: %s" % hosts)
     return 0
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("scenario", choices=["srun_perf", "srun_pmix", "srun_pmi2", "kill_rank", "sbatch_docs"])
+    ap.add_argument("scenario", choices=["srun_perf", "srun_pmix", "srun_pmi2", "kill_rank", "sbatch_docs",
+                                         "srun_two_nodes", "sbatch_two_nodes"])
     ap.add_argument("--perf", required=True)
     ap.add_argument("--sweep", required=True)
     ap.add_argument("--pmix", type=int, default=1, help="1: the build has PMIx (CONFLUX_HAVE_PMIX)")
+    ap.add_argument("--ofi", type=int, default=1, help="1: the build has the libfabric transport")
     ap.add_argument("--docs", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs"))
     args = ap.parse_args()
-    why = sl.problem()
+    nodes = 2 if args.scenario.endswith("two_nodes") else 1
+    why = sl.problem(nodes)
     if why:
         print("slurm: skipped: " + why)
         return sl.SKIP_RC
-    with sl.SlurmCluster() as c:
+    with sl.SlurmCluster(nodes=nodes, cpus=8 if nodes == 1 else 4) as c:
+        if args.scenario == "srun_two_nodes":
+            if not args.ofi:
+                print("slurm: skipped: the build has no libfabric transport")
+                return sl.SKIP_RC
+            return srun_two_nodes(c, args)
+        if args.scenario == "sbatch_two_nodes":
+            return sbatch_docs(c, args, marker=" on two nodes", ranks=4)
         if args.scenario == "srun_perf":
             return srun_perf(c, args)
         if args.scenario == "srun_pmix":
