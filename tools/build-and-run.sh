@@ -52,6 +52,11 @@ if [[ $mode == test ]]; then
   if ! .venv/bin/python -c "import grafanalib" >/dev/null 2>&1; then
     .venv/bin/pip install -q --no-input grafanalib
   fi
+  # The Kubernetes manifests (deploy/k8s) are validated offline against Kubernetes' schemas and the
+  # training operator's API types (tests/k8s).
+  if ! .venv/bin/python -c "import kubernetes_validate, kubeflow.training, yaml" >/dev/null 2>&1; then
+    .venv/bin/pip install -q --no-input kubernetes-validate kubeflow-training pyyaml
+  fi
   torch_args=(-DCONFLUX_TORCH_PYTHON="$PWD/.venv/bin/python")
 fi
 echo "== configure + build (release)"

@@ -474,6 +474,16 @@ class Cluster:
     def exec_args(self, node, cmd):
         return ["ip", "netns", "exec", self.node_ns(node)] + list(cmd)
 
+    def host_args(self, node, cmd, hostname, tmp, hosts):
+        """@p cmd run as a host of its own inside node @p node: its network namespace entered with nsenter
+        (not `ip netns exec`, which remounts /sys: slurmd breaks), and UTS and mount namespaces of its own
+        whose hostname is @p hostname, with directory @p tmp mounted on /tmp and file @p hosts on /etc/hosts
+        (names resolve as a cluster's DNS would have them). The process is @p cmd itself once it runs (every
+        step execs), so its process id is the one to signal."""
+        script = 'hostname "$0" && mount --bind "$1" /tmp && mount --bind "$2" /etc/hosts && shift 2 && exec "$@"'
+        return ["nsenter", "--net=/run/netns/" + self.node_ns(node), "--", "unshare", "--uts", "--mount",
+                "--propagation", "private", "--", "sh", "-c", script, hostname, tmp, hosts] + list(cmd)
+
     def popen(self, node, cmd, **kwargs):
         """Starts @p cmd inside node @p node's namespace (subprocess.Popen arguments pass through)."""
         return subprocess.Popen(self.exec_args(node, cmd), **kwargs)

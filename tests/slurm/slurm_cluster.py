@@ -134,18 +134,14 @@ class SlurmCluster:
         """`cmd` run in node i's network namespace (and, given a hostname, a UTS namespace with that name)."""
         if self.net is None:
             return list(cmd)
-        args = [_which("nsenter"), "--net=/run/netns/" + self.net.node_ns(i), "--"]
         if hostname:
-            # A host of its own: its name, and its own /tmp (PMIx's client directories are named after the
-            # job step, not the node, and would collide in a shared /tmp).
+            # A host of its own: its name, its own /tmp (PMIx's client directories are named after the job
+            # step, not the node, and would collide in a shared /tmp), an /etc/hosts naming the nodes.
             tmp = os.path.join(self.dir, "tmp-" + hostname)
             os.makedirs(tmp, mode=0o1777, exist_ok=True)
             os.chmod(tmp, 0o1777)
-            # And an /etc/hosts that names the nodes, as a cluster's DNS would.
-            script = 'hostname "$0" && mount --bind "$1" /tmp && mount --bind "$2" /etc/hosts && shift 2 && exec "$@"'
-            return args + [_which("unshare"), "--uts", "--mount", "--propagation", "private", "--", "sh", "-c",
-                           script, hostname, tmp, self.hosts] + list(cmd)
-        return args + list(cmd)
+            return self.net.host_args(i, cmd, hostname, tmp, self.hosts)
+        return [_which("nsenter"), "--net=/run/netns/" + self.net.node_ns(i), "--"] + list(cmd)
 
     # ---- set-up and tear-down ----
     def __enter__(self):
