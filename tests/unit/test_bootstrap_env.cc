@@ -236,6 +236,24 @@ TEST(BootstrapEnv, TorchrunRendezvousUsesMasterPortPlusOne) {
   EXPECT_TRUE(LogCapture::contains("CONFLUX_SECRET is not set"));
 }
 
+// The rendezvous order: an address the user or torchrun gave wins over PMIx (and PMIx over the file:
+// Launchers/InitFromEnv.*/PmixUnreachable and tests/slurm). Here PMIx's variables are set too, and PMIx is
+// never asked.
+TEST(BootstrapEnv, AnAddressWinsOverPmix) {
+  uint16_t port = freePort();
+  std::vector<EnvBootstrap> results;
+  auto errors = joinAll(
+      2,
+      [&](int r) {
+        return FakeEnv{{"RANK", std::to_string(r)}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                       {"MASTER_PORT", std::to_string(port - 1)}, {"PMIX_NAMESPACE", "ns"},
+                       {"PMIX_RANK", std::to_string(r)}, {"CONFLUX_SECRET", std::string(64, 'b')}};
+      },
+      5000ms, &results);
+  for (const auto& e : errors) EXPECT_EQ(e, "");
+  for (const auto& r : results) EXPECT_EQ(r.rendezvous, "MASTER_ADDR");
+}
+
 TEST(BootstrapEnv, ExplicitAddressAndSecret) {
   uint16_t port = freePort();
   std::string secret(64, 'a');
