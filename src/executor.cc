@@ -44,6 +44,8 @@ Status RankExecutor::run() {
     Status s = checkPeerArgs();
     if (!s) return fail(s, -1);
   }
+  // Node-mates that see this rank exit can tell whether it died in a call (checkHealth).
+  if (local_ != nullptr && call_.seq != 0) local_->publishCompleted(call_.seq);
   return Status::ok();
 }
 

@@ -51,11 +51,20 @@ Status RankExecutor::checkHealth(const Round& round) {
   auto now = Clock::now();
   if (now - lastLiveness_ >= kLivenessInterval) {
     lastLiveness_ = now;
-    // Only a dead peer this round still waits for is an error: one that finished and exited is not.
+    // A dead peer this round still waits for is an error; so is one that exited before completing this
+    // collective call, though this rank waits for another now (a rank on another node, say): the call
+    // cannot complete everywhere, and the ranks that wait for it would only learn at their timeout. One
+    // that completed the call and exited is not an error.
     for (int dead : local_->deadPeers()) {
       int g = env_.globalOfLocal[dead];
       if (waitsFor(round, g)) {
         return fail(Status(Code::RemoteError, "rank " + std::to_string(g) + " exited during " + where(round)), g);
+      }
+      if (call_.seq != 0 && local_->peerCompleted(dead) < call_.seq) {
+        return fail(Status(Code::RemoteError, "rank " + std::to_string(g) + " exited during call #" + std::to_string(call_.seq) +
+                                                  " without completing it (this rank, of its node, was in " +
+                                                  where(round) + ")"),
+                    g);
       }
     }
     if (env_.checkArgs) {
@@ -71,14 +80,19 @@ Status RankExecutor::checkHealth(const Round& round) {
       lastProgress_ = now;
     }
   }
-  // A member of this node this rank waits for that progressed later (itself, or along its own chain of
-  // waits) is alive and moving, and so is this rank; then this rank's progress is published for the
-  // members that wait for it. Only real progress enters the chain (a completed operation, moving bytes,
-  // a round begun), so ranks that wait for each other in a cycle still time out.
-  if (const Clock::time_point chain = waitedMembersProgress(round); chain > lastProgress_) lastProgress_ = chain;
-  if (lastProgress_ > publishedProgress_) {
-    publishedProgress_ = lastProgress_;
-    local_->publishProgress(std::chrono::duration_cast<std::chrono::nanoseconds>(lastProgress_.time_since_epoch()).count());
+  // A member of this node this rank waits for that progressed later in this same collective call
+  // (itself, or along its own chain of waits) is alive and moving it, and so is this rank; then this
+  // rank's progress is published for the members that wait for it. Only real progress enters the chain
+  // (a completed operation, moving bytes, a round begun), so ranks that wait for each other in a cycle
+  // still time out; and progress in another call (a member busy with other work while this call waits
+  // for it) is not taken over. Point-to-point batches (no call number) neither publish nor take over.
+  if (call_.seq != 0) {
+    if (const Clock::time_point chain = waitedMembersProgress(round); chain > lastProgress_) lastProgress_ = chain;
+    if (lastProgress_ > publishedProgress_) {
+      publishedProgress_ = lastProgress_;
+      local_->publishProgress(std::chrono::duration_cast<std::chrono::nanoseconds>(lastProgress_.time_since_epoch()).count(),
+                              call_.seq);
+    }
   }
   auto idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress_).count();
   if (idleMs >= env_.timeoutMs) {
@@ -109,11 +123,11 @@ Clock::time_point RankExecutor::waitedMembersProgress(const Round& round) const 
     if (op.kind == OpKind::Barrier) {
       for (int l = 0; l < local_->localSize(); ++l) {
         if (l != local_->localRank() && !local_->barrierReachedBy(l, states_[i].generation)) {
-          latest = std::max(latest, local_->peerProgress(l));
+          latest = std::max(latest, local_->peerProgress(l, call_.seq));
         }
       }
     } else if (op.peer != env_.rank && !isRemote(op.peer)) {
-      latest = std::max(latest, local_->peerProgress(env_.localIndex[op.peer]));
+      latest = std::max(latest, local_->peerProgress(env_.localIndex[op.peer], call_.seq));
     }
   }
   return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(latest)));

@@ -16,7 +16,6 @@ Status RankExecutor::postNet(const Round& round) {
   auto& reqs = work_.netReqs;
   auto& offsets = work_.bounceOffset;
   reqs.assign(round.numOps, transport::Request{});
-  netMovedSeen_ = 0;
   offsets.assign(round.numOps, 0);
   uint64_t bounceBytes = 0, scaledBytes = 0;
   for (uint32_t i = 0; i < round.numOps; ++i) {
@@ -60,6 +59,8 @@ Status RankExecutor::postNet(const Round& round) {
     }
     ++netPending_;
   }
+  // The connections' counts run on across rounds: what they say now is this round's starting point.
+  netMovedSeen_ = netPending_ > 0 ? netBytesMoved(round) : 0;
   return Status::ok();
 }
 

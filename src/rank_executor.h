@@ -142,8 +142,8 @@ class RankExecutor {
   // True when an unfinished operation of `round` needs global rank g (its peer, or a barrier it has not
   // reached yet).
   bool waitsFor(const Round& round, int g) const;
-  /// The latest progress published by the members of this node that an unfinished operation of `round`
-  /// waits for (a stream's peer, a barrier's laggards); the epoch when none.
+  /// The latest progress in this call published by the members of this node that an unfinished operation
+  /// of `round` waits for (a stream's peer, a barrier's laggards); the epoch when none.
   Clock::time_point waitedMembersProgress(const Round& round) const;
   int stuckPeer(const Round& round) const;
 
@@ -178,7 +178,7 @@ class RankExecutor {
   Status netError_;
   int netPeer_ = -1;
   Clock::time_point publishedProgress_{};  // what this rank last published to its node (publishProgress)
-  uint64_t netMovedSeen_ = 0;  // netBytesMoved() when the no-progress timer last looked (0 at each round's start)
+  uint64_t netMovedSeen_ = 0;  // netBytesMoved() when the no-progress timer last looked (or the round posted)
   Clock::time_point lastProgress_{};
   Clock::time_point lastLiveness_{};
 };

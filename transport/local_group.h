@@ -118,13 +118,19 @@ class LocalGroup {
   virtual std::optional<SharedError> error() const = 0;
 
   // --- Progress along chains of waits. ---
-  /// This member's latest progress (a steady-clock time in ns): its own, or one it took over from a member
-  /// it waits for. Members waiting for this one count a later time as progress of their own, so that a
-  /// chain of ranks behind one whose message crosses a slow link does not time out while bytes move. The
-  /// published value only grows.
-  virtual void publishProgress(int64_t steadyNs) = 0;
-  /// The latest progress member `localPeer` published (0: none yet).
-  virtual int64_t peerProgress(int localPeer) const = 0;
+  /// This member's latest progress (a steady-clock time in ns) in collective call `call`: its own, or one
+  /// it took over from a member it waits for. Members waiting for this one in the same call count a later
+  /// time as progress of their own, so that a chain of ranks behind one whose message crosses a slow link
+  /// does not time out while bytes move. The published time only grows.
+  virtual void publishProgress(int64_t steadyNs, uint64_t call) = 0;
+  /// The latest progress member `localPeer` published in collective call `call`; 0 when none, or when its
+  /// latest is from another call (progress elsewhere says nothing of this call).
+  virtual int64_t peerProgress(int localPeer, uint64_t call) const = 0;
+  /// This member completed collective call `seq` (the communicator's call number; only grows).
+  virtual void publishCompleted(uint64_t seq) = 0;
+  /// The last collective call member `localPeer` completed (0: none). A member that exited before
+  /// completing the call others are in died in it, whether or not they wait for it now.
+  virtual uint64_t peerCompleted(int localPeer) const = 0;
 
   // --- Cross-rank argument checks. ---
   virtual void publishCall(const CallDescriptor& d) = 0;

@@ -74,12 +74,14 @@ class FakeNode {
     std::vector<std::byte> staging;
     std::atomic<uint64_t> arrivals{0};
     std::atomic<bool> dead{false};
-    std::atomic<int64_t> progressNs{0};
+    std::atomic<uint64_t> completedCall{0};
     std::mutex mutex;  // guards the fields below and is the doorbell's condition variable's
     std::condition_variable cv;
     std::atomic<uint32_t> bell{0};
     std::optional<transport::SharedError> error;
     std::map<uint64_t, transport::CallDescriptor> calls;  ///< the last few published, by seq
+    uint64_t progressCall = 0;  ///< publishProgress: the call, and the latest time (ns) published
+    int64_t progressNs = 0;
   };
 
   void ring(int m) {
@@ -172,12 +174,25 @@ class FakeNode::Group final : public transport::LocalGroup {
     return m.error;
   }
 
-  void publishProgress(int64_t steadyNs) override {
-    std::atomic<int64_t>& w = node_.members_[size_t(me_)].progressNs;
-    if (steadyNs > w.load(std::memory_order_relaxed)) w.store(steadyNs, std::memory_order_relaxed);
+  void publishProgress(int64_t steadyNs, uint64_t call) override {
+    Member& m = node_.members_[size_t(me_)];
+    std::lock_guard lock(m.mutex);
+    if (m.progressCall != call || steadyNs > m.progressNs) {
+      m.progressCall = call;
+      m.progressNs = std::max(m.progressNs, steadyNs);
+    }
   }
-  int64_t peerProgress(int p) const override {
-    return node_.members_[checkMember(p)].progressNs.load(std::memory_order_relaxed);
+  int64_t peerProgress(int p, uint64_t call) const override {
+    Member& m = node_.members_[checkMember(p)];
+    std::lock_guard lock(m.mutex);
+    return m.progressCall == call ? m.progressNs : 0;
+  }
+  void publishCompleted(uint64_t seq) override {
+    std::atomic<uint64_t>& w = node_.members_[size_t(me_)].completedCall;
+    if (seq > w.load(std::memory_order_relaxed)) w.store(seq, std::memory_order_release);
+  }
+  uint64_t peerCompleted(int p) const override {
+    return node_.members_[checkMember(p)].completedCall.load(std::memory_order_acquire);
   }
 
   void publishCall(const transport::CallDescriptor& d) override {

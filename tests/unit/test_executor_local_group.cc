@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "executor_cluster.h"
@@ -202,6 +203,61 @@ TEST(ExecutorOverFakeLocalGroup, AMemberThatExitsIsAnErrorNamingItOnEveryOther) 
         << "rank " << r << ": " << status[size_t(r)].message();
   }
   EXPECT_LT(secondsSince(start), 5.0);
+}
+
+// Rank 1 never makes call #1 but stays busy and publishes progress every 10 ms for 1.2 s. Published for
+// another call (7), it says nothing of call #1: rank 0, waiting for rank 1, times out after its 300 ms.
+// Published for call #1 itself, rank 0 takes it over (a chain behind a slow link) and times out only once
+// it stops.
+TEST(ExecutorOverFakeLocalGroup, ProgressIsTakenOverOnlyFromTheSameCall) {
+  constexpr int kTimeoutMs = 300;
+  for (uint64_t publishedCall : {uint64_t{7}, uint64_t{1}}) {
+    Cluster cluster(shape({0, 0}, 12, kTimeoutMs));
+    const auto start = std::chrono::steady_clock::now();
+    double failedAfter = 0;
+    auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
+      if (r == 1) {
+        while (secondsSince(start) < 1.2) {
+          const auto now = std::chrono::steady_clock::now().time_since_epoch();
+          rank.group->publishProgress(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), publishedCall);
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return Status::ok();
+      }
+      const Status s = ringAllReduce(cluster, r, rank);
+      failedAfter = secondsSince(start);
+      return s;
+    });
+    EXPECT_EQ(status[0].code(), Code::Timeout) << "call " << publishedCall << ": " << status[0].message();
+    if (publishedCall == 7) {
+      EXPECT_LT(failedAfter, 1.0) << "progress in another call was taken for this one's";
+    } else {
+      EXPECT_GE(failedAfter, 1.2) << "progress in this call was not taken over";
+    }
+  }
+}
+
+// Nodes {0, 2} and {1, 3}, a ring 0 -> 1 -> 2 -> 3 -> 0: every message crosses nodes. Rank 2 "exits"
+// before the call. Rank 0 waits only for rank 3 (which waits for rank 2 on the other node and cannot see
+// it), yet fails at once naming rank 2: its node-mate exited without completing the call.
+TEST(ExecutorOverFakeLocalGroup, ANodeMateThatExitsMidCallIsAnErrorForRanksWaitingElsewhere) {
+  constexpr int kTimeoutMs = 2000;
+  Cluster cluster(shape({0, 1, 0, 1}, 6, kTimeoutMs));
+  cluster.node(0).kill(1);  // rank 2, node 0's second member
+  const auto start = std::chrono::steady_clock::now();
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
+    if (r == 2) return Status::ok();
+    const Status s = ringAllReduce(cluster, r, rank);
+    if (r == 0) {
+      EXPECT_LT(secondsSince(start), kTimeoutMs / 2000.0) << "rank 0 failed at once, not at its timeout";
+    }
+    return s;
+  });
+  EXPECT_EQ(status[0].code(), Code::RemoteError) << status[0].message();
+  EXPECT_NE(status[0].message().find("rank 2 exited during call #1 without completing it"), std::string::npos)
+      << status[0].message();
+  EXPECT_NE(status[0].message().find("receiving"), std::string::npos) << "and says where it was: " << status[0].message();
+  for (int r : {1, 3}) EXPECT_FALSE(status[size_t(r)].isOk()) << "rank " << r;
 }
 
 // Rank 1 never makes the call and stays alive: a rank that waits on it (rank 0, whose stream to it fills,

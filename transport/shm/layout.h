@@ -68,10 +68,13 @@ struct alignas(kSeparation) BarrierWord {
   std::atomic<uint64_t> arrived;
 };
 
-/// The owner's latest progress, a steady-clock time in ns (LocalGroup::publishProgress; only the owner
-/// stores it, and only larger values).
+/// The owner's latest progress, a steady-clock time in ns, and the collective call it was made in
+/// (LocalGroup::publishProgress: the call is stored before the time, a reader checks it before and after),
+/// and the last collective call it completed (LocalGroup::publishCompleted). Only the owner stores them.
 struct alignas(kSeparation) ProgressWord {
+  std::atomic<uint64_t> call;
   std::atomic<int64_t> ns;
+  std::atomic<uint64_t> completedCall;
 };
 
 /// Error slot states.

@@ -240,12 +240,27 @@ class ShmWorldImpl final : public ShmWorld {
                        std::string(slot.message, strnlen(slot.message, sizeof slot.message))};
   }
 
-  void publishProgress(int64_t steadyNs) override {
-    std::atomic<int64_t>& w = control(me()).progress.ns;
-    if (steadyNs > w.load(std::memory_order_relaxed)) w.store(steadyNs, std::memory_order_relaxed);
+  void publishProgress(int64_t steadyNs, uint64_t call) override {
+    ProgressWord& w = control(me()).progress;
+    if (w.call.load(std::memory_order_relaxed) != call) {
+      w.call.store(call, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_release);  // a reader that sees the new time sees the call
+    }
+    if (steadyNs > w.ns.load(std::memory_order_relaxed)) w.ns.store(steadyNs, std::memory_order_release);
   }
-  int64_t peerProgress(int localPeer) const override {
-    return control(checkRank(localPeer)).progress.ns.load(std::memory_order_relaxed);
+  int64_t peerProgress(int localPeer, uint64_t call) const override {
+    const ProgressWord& w = control(checkRank(localPeer)).progress;
+    if (w.call.load(std::memory_order_acquire) != call) return 0;
+    const int64_t ns = w.ns.load(std::memory_order_acquire);
+    // A time read after the call moved on may be the next call's: then it is not this call's progress.
+    return w.call.load(std::memory_order_relaxed) == call ? ns : 0;
+  }
+  void publishCompleted(uint64_t seq) override {
+    std::atomic<uint64_t>& w = control(me()).progress.completedCall;
+    if (seq > w.load(std::memory_order_relaxed)) w.store(seq, std::memory_order_release);
+  }
+  uint64_t peerCompleted(int localPeer) const override {
+    return control(checkRank(localPeer)).progress.completedCall.load(std::memory_order_acquire);
   }
 
   void publishCall(const CallDescriptor& d) override {
