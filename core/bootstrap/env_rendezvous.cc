@@ -138,9 +138,26 @@ void fileRendezvous(const EnvLookup& env, const LauncherInfo& li, std::chrono::m
   }
 }
 
+// The store's address. A name that does not resolve yet is tried again until the timeout: in a
+// Kubernetes Job, a pod's DNS record appears some moments after the pods start.
+SockAddr resolveWithin(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
+  const Deadline deadline = Clock::now() + timeout;
+  auto backoff = std::chrono::milliseconds(50);
+  for (bool warned = false;; warned = true) {
+    try {
+      return resolveAddress(host, port);
+    } catch (const Error& e) {
+      if (Clock::now() >= deadline) throw;
+      if (!warned) CFX_WARN(kBootstrap, "%s; trying again until the timeout (%lld ms)", e.what(), static_cast<long long>(timeout.count()));
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - Clock::now()));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}
+
 void addressRendezvous(const EnvLookup& env, const LauncherInfo& li, const std::string& host, uint16_t port,
-                       EnvBootstrap& out) {
-  SockAddr addr = resolveAddress(host, port);
+                       std::chrono::milliseconds timeout, EnvBootstrap& out) {
+  SockAddr addr = resolveWithin(host, port, timeout);
   std::string address = formatAddress(addr.storage);
   auto secret = configuredSecret(env);
   if (!secret) {
@@ -180,7 +197,7 @@ bool pmixRendezvous(const EnvLookup& env, const LauncherInfo& li, std::chrono::m
     const cfxUniqueId raw = encode(out.id);
     mine = toHex(raw.internal, sizeof raw.internal);
   }
-  std::optional<std::string> shared = pmixShareFromRankZero(mine, li.rank, pmixExchanges++, timeout);
+  std::optional<std::string> shared = pmixShareFromRankZero(mine, li.rank, li.size, pmixExchanges++, timeout);
   if (!shared) {
     out.server.reset();
     return false;
@@ -233,7 +250,7 @@ EnvBootstrap resolveFromEnvironment(const EnvLookup& env, std::chrono::milliseco
   if (const char* addr = lookupVar(env, config::Var::BOOTSTRAP_ADDR)) {
     auto [host, port] = splitHostPort(addr, config::info(config::Var::BOOTSTRAP_ADDR).name);
     out.rendezvous = "CONFLUX_BOOTSTRAP_ADDR";
-    addressRendezvous(env, *li, host, port, out);
+    addressRendezvous(env, *li, host, port, timeout, out);
   } else if (const char* master = lookupVar(env, "MASTER_ADDR")) {
     const char* portText = lookupVar(env, "MASTER_PORT");
     std::string p = portText ? portText : "";
@@ -243,7 +260,7 @@ EnvBootstrap resolveFromEnvironment(const EnvLookup& env, std::chrono::milliseco
                                              "' is not a port below 65535 (Conflux uses MASTER_PORT + 1)");
     }
     out.rendezvous = "MASTER_ADDR";
-    addressRendezvous(env, *li, master, static_cast<uint16_t>(std::stoi(p) + 1), out);
+    addressRendezvous(env, *li, master, static_cast<uint16_t>(std::stoi(p) + 1), timeout, out);
   } else if (li->size == 1) {
     out.rendezvous = "none (single rank)";
     auto secret = configuredSecret(env);

@@ -27,7 +27,6 @@ namespace {
 // header's types and constants come from the build; the functions are looked up here.
 struct PmixApi {
   decltype(&PMIx_Init) init = nullptr;
-  decltype(&PMIx_Finalize) finalize = nullptr;
   decltype(&PMIx_Put) put = nullptr;
   decltype(&PMIx_Commit) commit = nullptr;
   decltype(&PMIx_Fence) fence = nullptr;
@@ -42,14 +41,24 @@ bool lookUp(void* lib, const char* name, F& fn) {
   return fn != nullptr;
 }
 
-// The library the build found (its directory is not on the loader's path on Debian), then the loader's.
+// A PMIx the process already has (an MPI library's), then the one the build found (its directory is not
+// on the loader's path on Debian), then the loader's: one PMIx client per process.
 const PmixApi* openPmix() {
   static const PmixApi* api = []() -> const PmixApi* {
-    for (const char* name : {CONFLUX_PMIX_LIBDIR "/libpmix.so.2", "libpmix.so.2", "libpmix.so"}) {
-      void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    struct Candidate {
+      const char* name;
+      int mode;
+    };
+    const Candidate candidates[] = {{"libpmix.so.2", RTLD_NOW | RTLD_NOLOAD},
+                                    {CONFLUX_PMIX_LIBDIR "/libpmix.so.2", RTLD_NOW | RTLD_LOCAL},
+                                    {"libpmix.so.2", RTLD_NOW | RTLD_LOCAL},
+                                    {"libpmix.so", RTLD_NOW | RTLD_LOCAL}};
+    for (const Candidate& c : candidates) {
+      const char* name = c.name;
+      void* lib = dlopen(name, c.mode);
       if (lib == nullptr) continue;
       auto* a = new PmixApi;  // kept for the process: PMIx is not unloaded
-      if (lookUp(lib, "PMIx_Init", a->init) && lookUp(lib, "PMIx_Finalize", a->finalize) &&
+      if (lookUp(lib, "PMIx_Init", a->init) &&
           lookUp(lib, "PMIx_Put", a->put) && lookUp(lib, "PMIx_Commit", a->commit) &&
           lookUp(lib, "PMIx_Fence", a->fence) && lookUp(lib, "PMIx_Get", a->get) &&
           lookUp(lib, "PMIx_Error_string", a->errorString) && lookUp(lib, "PMIx_Value_destruct", a->valueDestruct)) {
@@ -89,45 +98,69 @@ pmix_info_t infoOf(const char* key, pmix_data_type_t type) {
   return i;
 }
 
-// PMIx_Init at construction, PMIx_Finalize at destruction (PMIx counts them: an MPI library's own
-// initialisation in the same process is not disturbed).
-class PmixSession {
- public:
-  explicit PmixSession(const PmixApi& api) : api_(api) { ok_ = api_.init(&me_, nullptr, 0) == PMIX_SUCCESS; }
-  ~PmixSession() {
-    if (ok_) api_.finalize(nullptr, 0);
-  }
-  PmixSession(const PmixSession&) = delete;
-  PmixSession& operator=(const PmixSession&) = delete;
-  bool ok() const { return ok_; }
-  const pmix_proc_t& me() const { return me_; }
-
- private:
-  const PmixApi& api_;
-  pmix_proc_t me_{};
-  bool ok_ = false;
+// PMIx_Init once per process, never finalized: initialising again after a finalize is fragile in
+// OpenPMIx (fences that hang, crashes), and a process may make several communicators from its
+// environment. PMIx counts initialisations, so an MPI library's own in the same process is not disturbed.
+struct PmixSession {
+  pmix_proc_t me{};
+  bool ok = false;
 };
+
+const PmixSession& session(const PmixApi& api) {
+  static const PmixSession s = [&] {
+    PmixSession out;
+    out.ok = api.init(&out.me, nullptr, 0) == PMIX_SUCCESS;
+    return out;
+  }();
+  return s;
+}
+
+// Within `seconds` (at least 1): the timeout attribute that fences and gets take.
+pmix_info_t timeoutInfo(int seconds) {
+  pmix_info_t i = infoOf(PMIX_TIMEOUT, PMIX_INT);
+  i.value.data.integer = seconds < 1 ? 1 : seconds;
+  return i;
+}
 
 }  // namespace
 
 bool pmixBuiltIn() { return true; }
 
-std::optional<std::string> pmixShareFromRankZero(const std::string& value, int expectedRank, unsigned exchange,
-                                                 std::chrono::milliseconds timeout) {
+std::optional<std::string> pmixShareFromRankZero(const std::string& value, int expectedRank, int expectedSize,
+                                                 unsigned exchange, std::chrono::milliseconds timeout) {
   const PmixApi* api = openPmix();
   if (api == nullptr) return std::nullopt;
-  PmixSession session(*api);
-  if (!session.ok()) {
+  const PmixSession& me = session(*api);
+  if (!me.ok) {
     CFX_INFO(kBootstrap, "bootstrap: PMIx variables are set but PMIx_Init failed: no PMIx server here");
     return std::nullopt;
   }
-  if (session.me().rank != static_cast<pmix_rank_t>(expectedRank)) {
+  if (me.me.rank != static_cast<pmix_rank_t>(expectedRank)) {
     CFX_WARN(kBootstrap, "bootstrap: PMIx says this is rank %u, the launcher's variables rank %d: not using PMIx",
-             static_cast<unsigned>(session.me().rank), expectedRank);
+             static_cast<unsigned>(me.me.rank), expectedRank);
     return std::nullopt;
   }
+  const int seconds = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
+  // The fence joins every process of the namespace: only when they are this communicator's ranks.
+  const pmix_proc_t all = procOf(me.me.nspace, PMIX_RANK_WILDCARD);
+  {
+    pmix_info_t wait = timeoutInfo(seconds);
+    pmix_value_t* size = nullptr;
+    const pmix_status_t rc = api->get(&all, PMIX_JOB_SIZE, &wait, 1, &size);
+    uint32_t jobSize = 0;
+    if (rc == PMIX_SUCCESS && size != nullptr && size->type == PMIX_UINT32) jobSize = size->data.uint32;
+    if (size != nullptr) {
+      api->valueDestruct(size);
+      std::free(size);
+    }
+    if (jobSize != static_cast<uint32_t>(expectedSize)) {
+      CFX_INFO(kBootstrap, "bootstrap: the PMIx job has %u processes, the communicator %d ranks: not using PMIx",
+               jobSize, expectedSize);
+      return std::nullopt;
+    }
+  }
   const std::string key = "conflux.uid." + std::to_string(exchange);
-  if (session.me().rank == 0) {
+  if (me.me.rank == 0) {
     pmix_value_t v;
     std::memset(&v, 0, sizeof v);
     v.type = PMIX_STRING;
@@ -136,15 +169,14 @@ std::optional<std::string> pmixShareFromRankZero(const std::string& value, int e
     if (pmix_status_t rc = api->commit(); rc != PMIX_SUCCESS) fail(*api, "PMIx_Commit", rc);
   }
   // Every rank of the namespace, with data collected, within the timeout (whole seconds, at least 1).
-  const pmix_proc_t all = procOf(session.me().nspace, PMIX_RANK_WILDCARD);
-  pmix_info_t info[2] = {infoOf(PMIX_COLLECT_DATA, PMIX_BOOL), infoOf(PMIX_TIMEOUT, PMIX_INT)};
+  pmix_info_t info[2] = {infoOf(PMIX_COLLECT_DATA, PMIX_BOOL), timeoutInfo(seconds)};
   info[0].value.data.flag = true;
-  info[1].value.data.integer = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
   if (pmix_status_t rc = api->fence(&all, 1, info, 2); rc != PMIX_SUCCESS) fail(*api, "PMIx_Fence", rc);
-  if (session.me().rank == 0) return value;
-  const pmix_proc_t root = procOf(session.me().nspace, 0);
+  if (me.me.rank == 0) return value;
+  const pmix_proc_t root = procOf(me.me.nspace, 0);
   pmix_value_t* got = nullptr;
-  if (pmix_status_t rc = api->get(&root, key.c_str(), nullptr, 0, &got); rc != PMIX_SUCCESS) fail(*api, "PMIx_Get", rc);
+  pmix_info_t wait = timeoutInfo(seconds);
+  if (pmix_status_t rc = api->get(&root, key.c_str(), &wait, 1, &got); rc != PMIX_SUCCESS) fail(*api, "PMIx_Get", rc);
   std::string out = got != nullptr && got->type == PMIX_STRING && got->data.string != nullptr ? got->data.string : "";
   if (got != nullptr) {
     api->valueDestruct(got);
@@ -158,7 +190,7 @@ std::optional<std::string> pmixShareFromRankZero(const std::string& value, int e
 
 bool pmixBuiltIn() { return false; }
 
-std::optional<std::string> pmixShareFromRankZero(const std::string&, int, unsigned, std::chrono::milliseconds) {
+std::optional<std::string> pmixShareFromRankZero(const std::string&, int, int, unsigned, std::chrono::milliseconds) {
   return std::nullopt;
 }
 

@@ -15,11 +15,12 @@ bool pmixBuiltIn();
 /// Shares `value` from rank 0 of the PMIx namespace this process belongs to with every rank of it, under
 /// a key that names the `exchange`-th exchange of this process (ranks call these in the same order).
 /// Collective over the namespace. Returns rank 0's value (rank 0: `value`), or nullopt when PMIx cannot be
-/// initialised here (no server reachable), or PMIx's rank for this process is not `expectedRank` (a
-/// stale environment): the caller falls back to another rendezvous. Throws
-/// Error(Timeout) when the fence does not complete within `timeout`, Error(SystemError) for other PMIx
+/// initialised here (no server reachable), PMIx's rank for this process is not `expectedRank`, or its job
+/// has not `expectedSize` processes (a stale environment, a communicator of part of the job): the caller
+/// falls back to another rendezvous. PMIx is initialised once per process and not finalized. Throws
+/// Error(Timeout) when the fence or the get does not complete within `timeout`, Error(SystemError) for other PMIx
 /// failures, naming the call and PMIx's error string.
-std::optional<std::string> pmixShareFromRankZero(const std::string& value, int expectedRank, unsigned exchange,
-                                                 std::chrono::milliseconds timeout);
+std::optional<std::string> pmixShareFromRankZero(const std::string& value, int expectedRank, int expectedSize,
+                                                 unsigned exchange, std::chrono::milliseconds timeout);
 
 }  // namespace conflux::bootstrap

@@ -8,8 +8,9 @@
   indexed_job  the Indexed Job's contract: each pod's command run as the kubelet would run it, with exactly
                the environment the manifest and the Job controller give it (JOB_COMPLETION_INDEX, the
                Secret's value, the pod's hostname), one simulated node per pod (network namespaces,
-               tests/netns), the headless Service's DNS names in /etc/hosts; every pod exits 0 and rank 0's
-               conflux-perf checked every size
+               tests/netns), the headless Service's DNS names in /etc/hosts, written 1.5 s after the pods
+               start (as records appear in a cluster); every pod exits 0 and rank 0's conflux-perf checked
+               every size
   pytorchjob   the PyTorchJob's contract: the master and the worker pod run torchrun with the variables the
                training operator sets (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK, PET_NNODES, PET_NODE_RANK,
                PET_NPROC_PER_NODE), $(VAR) references expanded as the kubelet does, on two simulated nodes;
@@ -28,7 +29,7 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 
 sys.dont_write_bytecode = True
@@ -171,16 +172,22 @@ class Pods:
         self.dir = None
 
     def __enter__(self):
+        self.nc.remove_stale_tempdirs("cfx-k8s-")  # runs killed outright (SIGKILL) left theirs
         self.cluster.__enter__()
-        self.dir = tempfile.mkdtemp(prefix="cfx-k8s-", dir="/var/tmp")  # not under /tmp: pods mount their own
-        os.chmod(self.dir, 0o755)
+        self.dir = self.nc.owned_tempdir("cfx-k8s-")
         self.hosts = os.path.join(self.dir, "hosts")
+        self.publish_names(False)
+        os.chmod(self.hosts, 0o644)
+        return self
+
+    def publish_names(self, on=True):
+        """The pods' DNS names in every pod's /etc/hosts (rewritten in place: the pods' bind mounts see it),
+        or (on=False) none yet, as in a cluster where a pod's record appears after it starts."""
         with open(self.hosts, "w") as f:
             f.write("127.0.0.1 localhost\n")
             for i, names in enumerate(self.names):
-                f.write("%s %s\n" % (self.cluster.addr(i), " ".join(names)))
-        os.chmod(self.hosts, 0o644)
-        return self
+                if on:
+                    f.write("%s %s\n" % (self.cluster.addr(i), " ".join(names)))
 
     def __exit__(self, *exc):
         try:
@@ -189,26 +196,30 @@ class Pods:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def start(self, i, cmd, env, cwd=None):
-        tmp = os.path.join(self.dir, "tmp%d" % i)
-        os.makedirs(tmp, mode=0o1777, exist_ok=True)
-        os.chmod(tmp, 0o1777)
         full = dict(os.environ)
         full.update(env)
-        return subprocess.Popen(self.cluster.host_args(i, cmd, self.names[i][0], tmp, self.hosts), env=full,
+        return subprocess.Popen(self.cluster.host_args(i, cmd, self.names[i][0], self.hosts), env=full,
                                 cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def wait_all(procs, timeout):
-    outs, end = [], time.monotonic() + timeout
+    """Every pod's output, read as it comes (one thread each: a pod writing much must not stall), after all
+    exited or `timeout` passed (the rest killed, by their process ids)."""
+    outs = [[] for _ in procs]
+    readers = [threading.Thread(target=lambda p=p, o=o: o.extend(p.stdout), daemon=True) for p, o in zip(procs, outs)]
+    for r in readers:
+        r.start()
+    end = time.monotonic() + timeout
     for p in procs:
         try:
-            out, _ = p.communicate(timeout=max(1.0, end - time.monotonic()))
+            p.wait(timeout=max(0.1, end - time.monotonic()))
         except subprocess.TimeoutExpired:
             p.kill()
-            out, _ = p.communicate()
-            out += "\n(killed after the timeout)"
-        outs.append(out)
-    return outs
+            p.wait()
+            outs[procs.index(p)].append("\n(killed after the timeout)\n")
+    for r in readers:
+        r.join(timeout=10)
+    return ["".join(o) for o in outs]
 
 
 def indexed_job(args):
@@ -233,7 +244,10 @@ def indexed_job(args):
             env = dict(base, JOB_COMPLETION_INDEX=str(i), HOSTNAME=names[i][0], PATH=path)
             cmd = [expand(c, env) for c in container["command"] + container.get("args", [])]
             procs.append(pods.start(i, cmd, env))
-        outs = wait_all(procs, 240)
+        # The Service's records appear after the pods start: the ranks must wait for them, not fail.
+        time.sleep(1.5)
+        pods.publish_names()
+        outs = wait_all(procs, 200)
     for i, (p, out) in enumerate(zip(procs, outs)):
         print("---- pod %s (exit %s)\n%s" % (names[i][0], p.returncode, out[-3000:]))
     print("indexed_job: %d pods, %.1f s" % (n, time.monotonic() - t))
@@ -273,7 +287,8 @@ def pytorchjob(args):
             cmd = [expand(c, env) for c in container["command"] + container.get("args", [])]
             # The image's working directory holds the script: here, deploy/k8s.
             procs.append(pods.start(node, cmd, env, cwd=os.path.join(args.deploy, "k8s")))
-        outs = wait_all(procs, 280)
+        pods.publish_names()
+        outs = wait_all(procs, 200)
     oks = set()
     for node, (p, out) in enumerate(zip(procs, outs)):
         print("---- pod %s (exit %s)\n%s" % (names[node][0], p.returncode, out[-3000:]))

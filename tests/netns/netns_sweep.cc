@@ -3,7 +3,8 @@
 // environment (CONFLUX_RANK/NRANKS/LOCAL_RANK/LOCAL_SIZE/BOOTSTRAP_ADDR/SECRET/HOSTID/SOCKET_IFNAME);
 // peers on other nodes are reached over libfabric, peers on the same node over shared memory.
 //
-//   netns_sweep [COUNT...]      default counts: 0 1 7 1023 65539
+//   netns_sweep [--inits N] [COUNT...]      default counts: 0 1 7 1023 65539; --inits: N communicators
+//                                           from the environment one after another, each swept
 //   netns_sweep --loop COUNT SECONDS [--recover]
 //
 // Every collective, datatype and op, in and out of place. Exit code 0 when every case passed, 1 otherwise
@@ -127,29 +128,36 @@ int loop(cfxComm_t comm, size_t count, double seconds, bool recovering) {
 int main(int argc, char** argv) {
   const bool looping = (argc == 4 || argc == 5) && std::string(argv[1]) == "--loop";
   const bool recovering = argc == 5 && std::string(argv[4]) == "--recover";
+  int first = 1, inits = 1;
+  if (!looping && argc >= 3 && std::string(argv[1]) == "--inits") {
+    inits = std::atoi(argv[2]);
+    first = 3;
+  }
   std::vector<uint64_t> counts;
-  for (int i = 1; i < argc && !looping; ++i) counts.push_back(std::strtoull(argv[i], nullptr, 10));
+  for (int i = first; i < argc && !looping; ++i) counts.push_back(std::strtoull(argv[i], nullptr, 10));
   if (counts.empty()) counts = {0, 1, 7, 1023, 65539};
 
-  cfxComm_t comm = nullptr;
-  cfxResult_t rc = cfxCommInitFromEnv(&comm);
-  if (rc != cfxSuccess) {
-    std::fprintf(stderr, "netns_sweep: init failed: %s: %s\n", cfxGetErrorString(rc), cfxGetLastError(nullptr));
-    return 1;
-  }
-  if (looping) return loop(comm, std::strtoull(argv[2], nullptr, 10), std::strtod(argv[3], nullptr), recovering);
-  int rank = 0, nranks = 0;
-  cfxCommUserRank(comm, &rank);
-  cfxCommCount(comm, &nranks);
+  for (int n = 0; n < inits; ++n) {
+    cfxComm_t comm = nullptr;
+    cfxResult_t rc = cfxCommInitFromEnv(&comm);
+    if (rc != cfxSuccess) {
+      std::fprintf(stderr, "netns_sweep: init %d failed: %s: %s\n", n + 1, cfxGetErrorString(rc), cfxGetLastError(nullptr));
+      return 1;
+    }
+    if (looping) return loop(comm, std::strtoull(argv[2], nullptr, 10), std::strtod(argv[3], nullptr), recovering);
+    int rank = 0, nranks = 0;
+    cfxCommUserRank(comm, &rank);
+    cfxCommCount(comm, &nranks);
 
-  const int failures = conflux::testing::runSweep(comm, conflux::testing::fullSweep(counts));
-  cfxResult_t async = cfxSuccess;
-  cfxCommGetAsyncError(comm, &async);
-  cfxCommDestroy(comm);
-  if (failures > 0 || async != cfxSuccess) {
-    std::fprintf(stderr, "netns_sweep: rank %d/%d: %d case(s) failed\n", rank, nranks, failures);
-    return 1;
+    const int failures = conflux::testing::runSweep(comm, conflux::testing::fullSweep(counts));
+    cfxResult_t async = cfxSuccess;
+    cfxCommGetAsyncError(comm, &async);
+    cfxCommDestroy(comm);
+    if (failures > 0 || async != cfxSuccess) {
+      std::fprintf(stderr, "netns_sweep: rank %d/%d: %d case(s) failed\n", rank, nranks, failures);
+      return 1;
+    }
+    if (n + 1 == inits) std::printf("netns_sweep: rank %d/%d: every case passed\n", rank, nranks);
   }
-  std::printf("netns_sweep: rank %d/%d: every case passed\n", rank, nranks);
   return 0;
 }

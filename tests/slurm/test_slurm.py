@@ -4,7 +4,8 @@
   test_slurm.py SCENARIO --perf PATH_TO_conflux-perf --sweep PATH_TO_netns_sweep [--pmix 0/1] [--docs DOCS_DIR]
 
   srun_perf    srun -n 4 conflux-perf allreduce: exit 0, every size checked ("0 OK"), the Slurm launcher
-  srun_pmix    srun --mpi=pmix -n 3 of the correctness sweep (every collective, type and op): every rank
+  srun_pmix    srun --mpi=pmix -n 3 of the correctness sweep (every collective, type and op) on two
+               communicators made one after the other in each process: every rank
                passes, and the init log names the launcher the variables imply (Slurm) and the
                rendezvous (PMIx, with --pmix 1: a build with PMIx)
   srun_pmi2    the same under --mpi=pmi2 ("PMI (local ranks from Slurm)", a rendezvous file)
@@ -62,9 +63,13 @@ def srun_perf(c, args):
 
 def srun_mpi(c, args, plugin, source):
     t = time.monotonic()
-    r = c.srun(["--mpi=" + plugin, "-n", "3", args.sweep, "1", "1023"], env={"CONFLUX_DEBUG": "INFO"}, timeout=300)
+    # Two communicators from the environment, one after the other: PMIx is initialised once per process.
+    r = c.srun(["--mpi=" + plugin, "-n", "3", args.sweep, "--inits", "2", "1", "1023"], env={"CONFLUX_DEBUG": "INFO"},
+               timeout=200)
     passed = sorted(set(re.findall(r"rank (\d+)/3: every case passed", r.stdout)))
     sources = set(re.findall(r"bootstrap: rank 0/3 from (.*?), store \S+ via (\S+)", r.stdout))
+    if len(re.findall(r"bootstrap: rank 0/3 from", r.stdout)) != 2:
+        return fail("rank 0 did not make two communicators", r.stdout[-4000:])
     print("\n".join(l for l in r.stdout.splitlines() if "netns_sweep" in l or "bootstrap: rank" in l))
     print("srun_%s: %.1f s, ranks passed %s, launcher %s" % (plugin, time.monotonic() - t, passed, sources))
     if r.returncode != 0 or passed != ["0", "1", "2"]:
@@ -157,7 +162,7 @@ def sbatch_docs(c, args, marker="", ranks=4):
         # As a user would: conflux-perf on PATH, the script submitted from its directory.
         env = {"PATH": os.path.dirname(os.path.abspath(args.perf)) + os.pathsep + os.environ.get("PATH", "")}
         t = time.monotonic()
-        r = c.run(["sbatch", "--wait", "-o", out, path], env=env, cwd=d, timeout=300)
+        r = c.run(["sbatch", "--wait", "-o", out, path], env=env, cwd=d, timeout=150)
         print(r.stdout)
         text = open(out).read() if os.path.exists(out) else ""
         print(text)
@@ -174,7 +179,7 @@ def sbatch_docs(c, args, marker="", ranks=4):
 def srun_two_nodes(c, args):
     t = time.monotonic()
     r = c.srun(["-N", "2", "--ntasks-per-node=2", "--mpi=pmix", args.sweep, "1", "1023"],
-               env={"CONFLUX_DEBUG": "INFO", "CONFLUX_DEBUG_SUBSYS": "INIT,BOOTSTRAP"}, timeout=300)
+               env={"CONFLUX_DEBUG": "INFO", "CONFLUX_DEBUG_SUBSYS": "INIT,BOOTSTRAP"}, timeout=200)
     passed = sorted(set(re.findall(r"rank (\d+)/4: every case passed", r.stdout)))
     print("\n".join(l for l in r.stdout.splitlines() if "netns_sweep" in l or "bootstrap: rank" in l or "node(s)" in l))
     print("srun_two_nodes: %.1f s, ranks passed %s" % (time.monotonic() - t, passed))
