@@ -474,15 +474,16 @@ class Cluster:
     def exec_args(self, node, cmd):
         return ["ip", "netns", "exec", self.node_ns(node)] + list(cmd)
 
-    def host_args(self, node, cmd, hostname, tmp, hosts):
+    def host_args(self, node, cmd, hostname, hosts):
         """@p cmd run as a host of its own inside node @p node: its network namespace entered with nsenter
         (not `ip netns exec`, which remounts /sys: slurmd breaks), and UTS and mount namespaces of its own
-        whose hostname is @p hostname, with directory @p tmp mounted on /tmp and file @p hosts on /etc/hosts
-        (names resolve as a cluster's DNS would have them). The process is @p cmd itself once it runs (every
-        step execs), so its process id is the one to signal."""
-        script = 'hostname "$0" && mount --bind "$1" /tmp && mount --bind "$2" /etc/hosts && shift 2 && exec "$@"'
+        whose hostname is @p hostname, with file @p hosts mounted on /etc/hosts (names resolve as a cluster's
+        DNS would have them). The file system is otherwise the machine's (the build, wherever it is, stays
+        visible). The process is @p cmd itself once it runs (every step execs), so its process id is the
+        one to signal."""
+        script = 'hostname "$0" && mount --bind "$1" /etc/hosts && shift && exec "$@"'
         return ["nsenter", "--net=/run/netns/" + self.node_ns(node), "--", "unshare", "--uts", "--mount",
-                "--propagation", "private", "--", "sh", "-c", script, hostname, tmp, hosts] + list(cmd)
+                "--propagation", "private", "--", "sh", "-c", script, hostname, hosts] + list(cmd)
 
     def popen(self, node, cmd, **kwargs):
         """Starts @p cmd inside node @p node's namespace (subprocess.Popen arguments pass through)."""
@@ -651,6 +652,37 @@ def cleanup_stale():
             continue
         if start is not None and _start_time(pid) != start:
             removed += cleanup(m.group(1))
+    return removed
+
+
+def owned_tempdir(prefix, parent="/var/tmp"):
+    """A new directory for a harness run (mode 755) that names its owner process, so that
+    remove_stale_tempdirs can remove it once that process is gone (a harness killed with SIGKILL)."""
+    path = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    os.chmod(path, 0o755)
+    with open(os.path.join(path, "owner.json"), "w") as f:
+        json.dump({"owner_pid": os.getpid(), "owner_start": _start_time(os.getpid())}, f)
+    return path
+
+
+def remove_stale_tempdirs(prefix, parent="/var/tmp"):
+    """Removes the directories owned_tempdir made with @p prefix whose owner process no longer exists, and
+    the simulated clusters of dead owners (cleanup_stale). Returns the directories removed."""
+    removed = []
+    for name in sorted(os.listdir(parent)):
+        path = os.path.join(parent, name)
+        if not name.startswith(prefix) or not os.path.isdir(path):
+            continue
+        try:
+            with open(os.path.join(path, "owner.json")) as f:
+                state = json.load(f)
+            pid, start = int(state["owner_pid"]), state["owner_start"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if start is not None and _start_time(pid) != start:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    cleanup_stale()
     return removed
 
 

@@ -7,9 +7,9 @@ One node: every daemon on loopback. Several (nodes=2): simulated nodes from test
 one network namespace per node joined by a bridge (node i at 10.200.0.<i+1>); each slurmd runs in its
 node's namespace (entered with nsenter --net, not `ip netns exec`, which remounts /sys and breaks slurmd)
 and in UTS and mount namespaces of its own: its hostname is the node's name, so that the tasks of
-different nodes see different hosts (Conflux's node identity is the hostname and boot id), and a private
-directory is mounted on its /tmp (PMIx's per-step directories there would collide), and an /etc/hosts
-naming the nodes on its /etc/hosts. The cluster's own directory is therefore under /var/tmp. slurmctld and the clients (srun, sbatch) run in node 0's namespace.
+different nodes see different hosts (Conflux's node identity is the hostname and boot id), and an
+/etc/hosts naming the nodes is mounted on its /etc/hosts. Each node has its own TmpFS (TmpFS=.../%n), where
+Slurm's PMIx plugin makes its per-step directories (named after the step only, they would collide). slurmctld and the clients (srun, sbatch) run in node 0's namespace.
 
 What makes it work here (docs/launching.md, "Testing with a real Slurm"):
   - munged runs as the munge user with its own key and its socket in a directory of mode 755;
@@ -26,6 +26,7 @@ Only the Python 3 standard library is used. `problem()` says why a cluster canno
 a binary missing); tests then exit 77.
 """
 import atexit
+import contextlib
 import ctypes
 import os
 import shutil
@@ -33,7 +34,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "netns"))
@@ -96,6 +96,7 @@ AuthInfo=socket={dir}/munge/munge.socket
 CredType=cred/munge
 StateSaveLocation={dir}/state
 SlurmdSpoolDir={dir}/spool/%n
+TmpFS={dir}/tmp/%n
 SlurmctldPidFile={dir}/slurmctld.pid
 SlurmdPidFile={dir}/slurmd.%n.pid
 SlurmctldLogFile={dir}/log/slurmctld.log
@@ -135,12 +136,8 @@ class SlurmCluster:
         if self.net is None:
             return list(cmd)
         if hostname:
-            # A host of its own: its name, its own /tmp (PMIx's client directories are named after the job
-            # step, not the node, and would collide in a shared /tmp), an /etc/hosts naming the nodes.
-            tmp = os.path.join(self.dir, "tmp-" + hostname)
-            os.makedirs(tmp, mode=0o1777, exist_ok=True)
-            os.chmod(tmp, 0o1777)
-            return self.net.host_args(i, cmd, hostname, tmp, self.hosts)
+            # A host of its own: its name, and an /etc/hosts naming the nodes.
+            return self.net.host_args(i, cmd, hostname, self.hosts)
         return [_which("nsenter"), "--net=/run/netns/" + self.net.node_ns(i), "--"] + list(cmd)
 
     # ---- set-up and tear-down ----
@@ -169,11 +166,15 @@ class SlurmCluster:
             for sig in (signal.SIGTERM, signal.SIGHUP):
                 signal.signal(sig, lambda signum, _frame: (_ for _ in ()).throw(SystemExit(128 + signum)))
             self._atexit = True
-        # Not under /tmp: simulated nodes mount a /tmp of their own over it.
-        self.dir = tempfile.mkdtemp(prefix="cfx-slurm-", dir="/var/tmp")
-        os.chmod(self.dir, 0o755)  # munged (as munge) and slurmd's steps must reach their files
+        # Mode 755: munged (as munge) and slurmd's steps must reach their files. Runs killed outright
+        # (SIGKILL) left theirs: removed.
+        netns_cluster.remove_stale_tempdirs("cfx-slurm-")
+        self.dir = netns_cluster.owned_tempdir("cfx-slurm-")
         for sub in ["munge", "state", "spool", "log"] + [os.path.join("spool", n) for n in self.names]:
             os.makedirs(os.path.join(self.dir, sub), mode=0o755, exist_ok=True)
+        for n in self.names:  # TmpFS: each node's (PMIx's per-step directories are named after the step only)
+            os.makedirs(os.path.join(self.dir, "tmp", n), mode=0o1777, exist_ok=True)
+            os.chmod(os.path.join(self.dir, "tmp", n), 0o1777)
         munge_dir = os.path.join(self.dir, "munge")
         shutil.chown(munge_dir, "munge", "munge")
         os.chmod(munge_dir, 0o755)
@@ -242,30 +243,39 @@ class SlurmCluster:
         return "(no log)"
 
     def stop(self):
-        """Cancels what still runs, ends the daemons (by their process ids) and removes the directory."""
-        if not self.procs and self.dir is None:
+        """Cancels what still runs, ends the daemons (by their process ids), removes the simulated nodes and
+        the directory. Each step runs whatever the one before did, and signals wait until the end."""
+        if not self.procs and self.dir is None and self.net is None:
             return
-        if self.dir and any(n == "slurmctld" and p.poll() is None for n, p in self.procs):
-            subprocess.run(self.client_args(["scancel", "--full", "--user=root"]), env=self.env(), timeout=10,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            end = time.monotonic() + 10
-            while time.monotonic() < end and self._jobs_left():
-                time.sleep(0.2)
-        for name, p in reversed(self.procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(timeout=10)
-        self.procs = []
-        if self.net is not None:
-            self.net.destroy()
-            self.net = None
-        if self.dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            self.dir = None
+        old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            with contextlib.suppress(Exception):
+                if self.dir and any(n == "slurmctld" and p.poll() is None for n, p in self.procs):
+                    subprocess.run(self.client_args(["scancel", "--full", "--user=root"]), env=self.env(), timeout=10,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    end = time.monotonic() + 10
+                    while time.monotonic() < end and self._jobs_left():
+                        time.sleep(0.2)
+            for name, p in reversed(self.procs):
+                with contextlib.suppress(Exception):
+                    if p.poll() is None:
+                        p.send_signal(signal.SIGTERM)
+                        try:
+                            p.wait(timeout=10)
+                        except subprocess.TimeoutExpired:
+                            p.kill()
+                            p.wait(timeout=10)
+            self.procs = []
+            if self.net is not None:
+                with contextlib.suppress(Exception):
+                    self.net.destroy()
+                self.net = None
+            if self.dir:
+                shutil.rmtree(self.dir, ignore_errors=True)
+                self.dir = None
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
 
     def _jobs_left(self):
         out = subprocess.run(self.client_args(["squeue", "-h", "-o", "%i"]), env=self.env(), stdout=subprocess.PIPE,
