@@ -27,6 +27,7 @@ namespace {
 // header's types and constants come from the build; the functions are looked up here.
 struct PmixApi {
   decltype(&PMIx_Init) init = nullptr;
+  decltype(&PMIx_Finalize) finalize = nullptr;
   decltype(&PMIx_Put) put = nullptr;
   decltype(&PMIx_Commit) commit = nullptr;
   decltype(&PMIx_Fence) fence = nullptr;
@@ -58,7 +59,7 @@ const PmixApi* openPmix() {
       void* lib = dlopen(name, c.mode);
       if (lib == nullptr) continue;
       auto* a = new PmixApi;  // kept for the process: PMIx is not unloaded
-      if (lookUp(lib, "PMIx_Init", a->init) &&
+      if (lookUp(lib, "PMIx_Init", a->init) && lookUp(lib, "PMIx_Finalize", a->finalize) &&
           lookUp(lib, "PMIx_Put", a->put) && lookUp(lib, "PMIx_Commit", a->commit) &&
           lookUp(lib, "PMIx_Fence", a->fence) && lookUp(lib, "PMIx_Get", a->get) &&
           lookUp(lib, "PMIx_Error_string", a->errorString) && lookUp(lib, "PMIx_Value_destruct", a->valueDestruct)) {
@@ -98,22 +99,24 @@ pmix_info_t infoOf(const char* key, pmix_data_type_t type) {
   return i;
 }
 
-// PMIx_Init once per process, never finalized: initialising again after a finalize is fragile in
-// OpenPMIx (fences that hang, crashes), and a process may make several communicators from its
-// environment. PMIx counts initialisations, so an MPI library's own in the same process is not disturbed.
-struct PmixSession {
+// PMIx_Init for one exchange, PMIx_Finalize after it. PMIx counts them: inside an MPI program (whose own
+// initialisation holds PMIx open) this is a nested pair, and MPI's finalize still ends the client, which
+// the launcher requires (mpirun reports a process that exits without it). Without MPI, each exchange is a
+// full init and finalize; Slurm.srun_pmix makes two communicators per process to keep that tested.
+class PmixSession {
+ public:
+  explicit PmixSession(const PmixApi& api) : api_(api) { ok = api_.init(&me, nullptr, 0) == PMIX_SUCCESS; }
+  ~PmixSession() {
+    if (ok) api_.finalize(nullptr, 0);
+  }
+  PmixSession(const PmixSession&) = delete;
+  PmixSession& operator=(const PmixSession&) = delete;
   pmix_proc_t me{};
   bool ok = false;
-};
 
-const PmixSession& session(const PmixApi& api) {
-  static const PmixSession s = [&] {
-    PmixSession out;
-    out.ok = api.init(&out.me, nullptr, 0) == PMIX_SUCCESS;
-    return out;
-  }();
-  return s;
-}
+ private:
+  const PmixApi& api_;
+};
 
 // Within `seconds` (at least 1): the timeout attribute that fences and gets take.
 pmix_info_t timeoutInfo(int seconds) {
@@ -130,7 +133,7 @@ std::optional<std::string> pmixShareFromRankZero(const std::string& value, int e
                                                  unsigned exchange, std::chrono::milliseconds timeout) {
   const PmixApi* api = openPmix();
   if (api == nullptr) return std::nullopt;
-  const PmixSession& me = session(*api);
+  const PmixSession me(*api);
   if (!me.ok) {
     CFX_INFO(kBootstrap, "bootstrap: PMIx variables are set but PMIx_Init failed: no PMIx server here");
     return std::nullopt;

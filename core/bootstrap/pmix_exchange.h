@@ -17,7 +17,7 @@ bool pmixBuiltIn();
 /// Collective over the namespace. Returns rank 0's value (rank 0: `value`), or nullopt when PMIx cannot be
 /// initialised here (no server reachable), PMIx's rank for this process is not `expectedRank`, or its job
 /// has not `expectedSize` processes (a stale environment, a communicator of part of the job): the caller
-/// falls back to another rendezvous. PMIx is initialised once per process and not finalized. Throws
+/// falls back to another rendezvous. PMIx is initialised for the exchange and finalized after it. Throws
 /// Error(Timeout) when the fence or the get does not complete within `timeout`, Error(SystemError) for other PMIx
 /// failures, naming the call and PMIx's error string.
 std::optional<std::string> pmixShareFromRankZero(const std::string& value, int expectedRank, int expectedSize,
