@@ -75,7 +75,10 @@ Status RankExecutor::checkHealth(const Round& round) {
   // A message to or from another node that moves part of its bytes is progress, though it has not
   // completed: on a slow link one message may take longer than the timeout.
   if (netPending_ > 0) {
-    if (const uint64_t moved = netBytesMoved(round); moved != netMovedSeen_) {
+    if (const uint64_t moved = netBytesMoved(round); !netMovedKnown_) {
+      netMovedSeen_ = moved;
+      netMovedKnown_ = true;
+    } else if (moved != netMovedSeen_) {
       netMovedSeen_ = moved;
       lastProgress_ = now;
     }

@@ -59,8 +59,9 @@ Status RankExecutor::postNet(const Round& round) {
     }
     ++netPending_;
   }
-  // The connections' counts run on across rounds: what they say now is this round's starting point.
-  netMovedSeen_ = netPending_ > 0 ? netBytesMoved(round) : 0;
+  // The connections' counts run on across rounds: the first health check of the round takes what they
+  // say then as its starting point (read there, on the slow path, not here on every round).
+  netMovedKnown_ = false;
   return Status::ok();
 }
 

@@ -178,7 +178,8 @@ class RankExecutor {
   Status netError_;
   int netPeer_ = -1;
   Clock::time_point publishedProgress_{};  // what this rank last published to its node (publishProgress)
-  uint64_t netMovedSeen_ = 0;  // netBytesMoved() when the no-progress timer last looked (or the round posted)
+  uint64_t netMovedSeen_ = 0;   // netBytesMoved() when the no-progress timer last looked in this round
+  bool netMovedKnown_ = false;  // netMovedSeen_ was read in this round (postNet clears it)
   Clock::time_point lastProgress_{};
   Clock::time_point lastLiveness_{};
 };
