@@ -1,6 +1,8 @@
 // conflux-perf net: parsing and validating its flags.
 #include "net_options.h"
 
+#include <algorithm>
+
 #include "core/cli_numbers.h"
 #include "options.h"
 
@@ -18,6 +20,8 @@ std::string netUsageText() {
          "  --plugin PATH         an ncclNet plugin library, through its exported ABI only\n"
          "  --version 8..11       plugin ABI version (default: the newest the library exports)\n"
          "  --device N            plugin device (default 0)\n"
+         "  --merge LIST          one more target: the last --plugin on the virtual device (makeVDevice,\n"
+         "                        ABI v9+) of the physical devices in LIST, e.g. 0,1 (2 to 4 devices)\n"
          "sizes and loops:\n"
          "  -b,--minbytes <size>  smallest message (K/M/G suffixes; default 8)\n"
          "  -e,--maxbytes <size>  largest message (default 16M)\n"
@@ -32,6 +36,26 @@ std::string netUsageText() {
          "Across machines or namespaces, start one process per side with a launcher's environment\n"
          "(CONFLUX_RANK/CONFLUX_NRANKS/... as for cfxCommInitFromEnv) and leave out --ranks.\n";
 }
+
+namespace {
+
+/// "0,1" -> {0, 1}: 2 to 4 distinct indices.
+bool parseDeviceList(const std::string& v, std::vector<int>* out) {
+  size_t at = 0;
+  while (at <= v.size()) {
+    const size_t comma = std::min(v.find(',', at), v.size());
+    int d = 0;
+    if (!parseInt(v.substr(at, comma - at), 0, 1 << 20, &d)) return false;
+    for (int seen : *out) {
+      if (seen == d) return false;
+    }
+    out->push_back(d);
+    at = comma + 1;
+  }
+  return out->size() >= 2 && out->size() <= 4;
+}
+
+}  // namespace
 
 NetParse parseNetOptions(int argc, char** argv, NetOptions* o, std::string* error) {
   auto bad = [&](const std::string& flag, const std::string& want) {
@@ -57,6 +81,11 @@ NetParse parseNetOptions(int argc, char** argv, NetOptions* o, std::string* erro
     if (a == "--plugin") {
       if (v.empty()) return bad(a, "a plugin library path");
       o->targets.push_back({false, v});
+    } else if (a == "--merge") {
+      if (o->targets.empty() || o->targets.back().raw) return bad(a, "a --plugin before it");
+      NetTargetSpec merged{false, o->targets.back().plugin, {}};
+      if (!parseDeviceList(v, &merged.merge)) return bad(a, "2 to 4 distinct device indices, such as 0,1");
+      o->targets.push_back(merged);
     } else if (a == "--version") {
       if (!parseInt(v, 8, 11, &o->version)) return bad(a, "an ABI version from 8 to 11");
     } else if (a == "--device") {

@@ -11,6 +11,7 @@ namespace cfxperf {
 struct NetTargetSpec {
   bool raw = false;    ///< --raw: conflux::ofi::Transport
   std::string plugin;  ///< --plugin PATH
+  std::vector<int> merge;  ///< --merge LIST: the plugin's virtual device of these physical devices
 };
 
 struct NetOptions {

@@ -96,7 +96,7 @@ int runRank(const NetOptions& o, cfxComm_t comm, const std::string& launch) {
   std::vector<std::unique_ptr<NetTarget>> targets;
   for (const NetTargetSpec& spec : o.targets) {
     targets.push_back(spec.raw ? makeRawTarget(rank, buffers, exchange)
-                               : makePluginTarget(spec.plugin, o.version, o.device, buffers, exchange));
+                               : makePluginTarget(spec.plugin, o.version, o.device, spec.merge, buffers, exchange));
   }
   if (rank == 0) printHeader(o, targets, launch);
   size_t wrongTotal = 0;

@@ -48,8 +48,10 @@ class NetTarget {
 std::unique_ptr<NetTarget> makeRawTarget(int rank, const NetBuffers& buffers, const PeerExchange& exchange);
 
 /// An ncclNet plugin: dlopen(path), ABI `version` (0: the newest of v11..v8 the library exports), its
-/// device `device`. Connects to the peer's instance (each rank listens once and connects once).
+/// device `device`, or with `merge` the virtual device of those physical devices (makeVDevice). Connects
+/// to the peer's instance (each rank listens once and connects once).
 std::unique_ptr<NetTarget> makePluginTarget(const std::string& path, int version, int device,
-                                            const NetBuffers& buffers, const PeerExchange& exchange);
+                                            const std::vector<int>& merge, const NetBuffers& buffers,
+                                            const PeerExchange& exchange);
 
 }  // namespace cfxperf

@@ -44,9 +44,9 @@ std::unique_ptr<NetApi> loadNewest(const std::string& path, int version) {
 
 class PluginTarget final : public NetTarget {
  public:
-  PluginTarget(const std::string& path, int version, int device, const NetBuffers& buffers,
-               const PeerExchange& exchange)
-      : path_(path), device_(device), buffers_(buffers) {
+  PluginTarget(const std::string& path, int version, int device, const std::vector<int>& merge,
+               const NetBuffers& buffers, const PeerExchange& exchange)
+      : path_(path), device_(device), merge_(merge), buffers_(buffers) {
     net_ = loadNewest(path, version);
     call(net_->init(logToStderr), "init");
     initialised_ = true;
@@ -60,7 +60,15 @@ class PluginTarget final : public NetTarget {
 
   ~PluginTarget() override { close(); }
 
-  std::string label() const override { return net_->name != nullptr ? net_->name : "plugin"; }
+  std::string label() const override {
+    std::string out = net_->name != nullptr ? net_->name : "plugin";
+    for (size_t i = 0; i < merge_.size(); ++i) {
+      out.push_back(i == 0 ? '[' : '+');
+      out.append(std::to_string(merge_[i]));
+    }
+    if (!merge_.empty()) out.push_back(']');
+    return out;
+  }
 
   std::string describe() const override {
     char line[512];
@@ -100,6 +108,12 @@ class PluginTarget final : public NetTarget {
   static constexpr int kRecvBase = 1 << 16;
 
   void open(const PeerExchange& exchange) {
+    if (!merge_.empty()) {
+      if (net_->version < 9) throw std::runtime_error(path_ + ": --merge needs ncclNetPlugin_v9 or later");
+      abi::VProps group{int(merge_.size()), {}};
+      for (size_t i = 0; i < merge_.size(); ++i) group.devs[i] = merge_[i];
+      call(net_->makeVDevice(&device_, &group), "makeVDevice");
+    }
     int devices = 0;
     call(net_->devices(&devices), "devices");
     if (device_ < 0 || device_ >= devices) {
@@ -164,6 +178,7 @@ class PluginTarget final : public NetTarget {
 
   std::string path_;
   int device_;
+  std::vector<int> merge_;
   NetBuffers buffers_;
   std::unique_ptr<NetApi> net_;
   bool initialised_ = false;
@@ -180,8 +195,9 @@ class PluginTarget final : public NetTarget {
 }  // namespace
 
 std::unique_ptr<NetTarget> makePluginTarget(const std::string& path, int version, int device,
-                                            const NetBuffers& buffers, const PeerExchange& exchange) {
-  return std::make_unique<PluginTarget>(path, version, device, buffers, exchange);
+                                            const std::vector<int>& merge, const NetBuffers& buffers,
+                                            const PeerExchange& exchange) {
+  return std::make_unique<PluginTarget>(path, version, device, merge, buffers, exchange);
 }
 
 }  // namespace cfxperf

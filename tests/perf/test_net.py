@@ -10,6 +10,7 @@ that bad flags and libraries that are not plugins fail with a message naming the
 (a build without libfabric) it checks the clear error of --raw and reports "skipped" (exit 77).
 """
 
+import os
 import subprocess
 import sys
 
@@ -81,6 +82,18 @@ def check_sweep(perf, plugin):
         fail("sweep", "no closing line")
 
 
+def check_merge(perf, plugin):
+    """--merge 0,1 on two loopback devices: a second target on the virtual device, striped, bytes checked."""
+    env = dict(os.environ, CONFLUX_OFI_DOMAINS="lo,lo")
+    p = subprocess.run([perf, "net", "--plugin", plugin, "--merge", "0,1", "-b", "1M", "-e", "1M", "--repeats", "1",
+                        "-n", "2"], capture_output=True, text=True, timeout=240, env=env)
+    rows = rows_of(p.stdout)
+    if p.returncode != 0 or [r[1] for r in rows] != ["Conflux", "Conflux[0+1]"] or any(r[-1] != "0" for r in rows):
+        fail("merge", "exit %d, rows %r: %s" % (p.returncode, rows, p.stderr[-800:]))
+    if '"lo+lo"' not in p.stdout:
+        fail("merge", "the header does not name the virtual device lo+lo:\n" + p.stdout)
+
+
 def check_bad(perf, plugin, args, code, needle):
     p = run([perf, "net"] + args, timeout=120)
     ctx = "net %s" % " ".join(args)
@@ -108,10 +121,15 @@ def main():
     check_bad(perf, plugin, ["--plugin", plugin, "--device", "99", "-e", "8"], 1, "--device 99")
     # A shared library that is not an ncclNet plugin.
     check_bad(perf, plugin, ["--plugin", "libc.so.6", "-e", "8"], 1, "no ncclNetPlugin")
+    check_bad(perf, plugin, ["--merge", "0,1"], 2, "--merge: expected a --plugin before it")
+    for bad_list in ("0", "0,0", "0,x", "0,1,2,3,4", "0,"):
+        check_bad(perf, plugin, ["--plugin", plugin, "--merge", bad_list], 2, "--merge: expected 2 to 4")
+    check_bad(perf, plugin, ["--plugin", plugin, "--version", "8", "--merge", "0,1", "-e", "8"], 1, "v9 or later")
+    check_merge(perf, plugin)
     if failures:
         print("\n".join(failures))
         return 1
-    print("conflux-perf net: sweep and %d bad-flag cases passed" % 7)
+    print("conflux-perf net: sweep, merged devices and %d bad-flag cases passed" % 14)
     return 0
 
 
