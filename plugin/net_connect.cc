@@ -1,8 +1,12 @@
 // Contexts, listen/connect/accept (the handshake described in net_comm.h) and closing comms.
 #include <rdma/fi_errno.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "plugin/net_comm.h"
@@ -44,9 +48,38 @@ bool posted(ssize_t rc, const char* what) {
 }
 
 void checkFinished(const Request& r, const char* what) {
-  if (r.error != abi::kSuccess) {
-    throw Error(static_cast<Code>(r.error), std::string("plugin: handshake ") + what + " failed");
+  if (r.failure() != abi::kSuccess) {
+    throw Error(static_cast<Code>(r.failure()), std::string("plugin: handshake ") + what + " failed");
   }
+}
+
+RailAddresses fillAddresses(const std::vector<const Endpoint*>& eps) {
+  RailAddresses out{};
+  out.count = uint32_t(eps.size());
+  for (size_t m = 0; m < eps.size(); ++m) {
+    const std::vector<uint8_t>& a = eps[m]->address();  // fixed once the endpoint is open: no lock
+    if (a.size() > sizeof out.address[m]) {
+      throw Error(Code::InternalError, "plugin: endpoint address of " + std::to_string(a.size()) +
+                                           " bytes does not fit the handshake");
+    }
+    out.bytes[m] = uint32_t(a.size());
+    std::memcpy(out.address[m], a.data(), a.size());
+  }
+  return out;
+}
+
+/// Every member's data address, in member order (the listen comm's rails).
+RailAddresses railAddresses(const std::vector<std::shared_ptr<Endpoint>>& members) {
+  std::vector<const Endpoint*> eps;
+  for (const auto& e : members) eps.push_back(e.get());
+  return fillAddresses(eps);
+}
+
+/// The same for a connecting side, whose endpoints the context opens (or shares).
+RailAddresses railAddresses(Context& ctx, const std::vector<int>& members) {
+  std::vector<std::shared_ptr<Endpoint>> eps;
+  for (int m : members) eps.push_back(ctx.endpoint(m));
+  return railAddresses(eps);
 }
 
 }  // namespace
@@ -61,6 +94,16 @@ std::shared_ptr<Endpoint> Context::endpoint(int dev) {
     endpoints_[size_t(dev)] = ep;
   }
   return ep;
+}
+
+void Context::addRecvComm(RecvComm* c) {
+  std::lock_guard<std::mutex> lock(commsMutex_);
+  recvComms_.push_back(c);
+}
+
+void Context::removeRecvComm(RecvComm* c) {
+  std::lock_guard<std::mutex> lock(commsMutex_);
+  recvComms_.erase(std::remove(recvComms_.begin(), recvComms_.end(), c), recvComms_.end());
 }
 
 int Context::nextRail(int dev, const uint8_t* peer, size_t peerBytes, int members) {
@@ -115,6 +158,9 @@ SendComm* connect(Context& ctx, int dev, void* handle) {
     const int rail = members.size() > 1 ? ctx.nextRail(dev, h->address, h->addressBytes, int(members.size())) : 0;
     auto comm = std::make_unique<SendComm>(ctx.endpoint(members[size_t(rail)]), ctx.maxRequests());
     comm->ctl = ctx.endpoint(members[0]);
+    for (size_t j = 1; j < members.size(); ++j) comm->rails.push_back(ctx.endpoint(members[(size_t(rail) + j) % members.size()]));
+    comm->hello.data = railAddresses(ctx, members);
+    comm->ctx = &ctx;
     std::lock_guard<std::mutex> lock(comm->ctl->mutex);
     const std::vector<uint8_t>& self = comm->ctl->address();
     comm->listener = comm->ctl->peer(h->address, h->addressBytes);
@@ -123,12 +169,9 @@ SendComm* connect(Context& ctx, int dev, void* handle) {
     comm->hello.magic = kHandleMagic;
     comm->hello.sendCommId = comm->id;
     comm->hello.rail = uint32_t(rail);
-    const std::vector<uint8_t>& data = comm->ep->address();  // fixed once the endpoint is open: no lock
-    if (self.size() > sizeof comm->hello.address || data.size() > sizeof comm->hello.dataAddress) {
+    if (self.size() > sizeof comm->hello.address) {
       throw Error(Code::InternalError, "plugin: an endpoint address does not fit the CONNECT message");
     }
-    comm->hello.dataAddressBytes = uint32_t(data.size());
-    std::memcpy(comm->hello.dataAddress, data.data(), data.size());
     comm->hello.addressBytes = uint32_t(self.size());
     std::memcpy(comm->hello.address, self.data(), self.size());
     prepareRecv(comm->replyReq, &comm->reply, sizeof comm->reply,
@@ -160,16 +203,22 @@ SendComm* connect(Context& ctx, int dev, void* handle) {
     h->connectState = 0;
     throw;  // the half-open comm stays allocated: its buffers may still be known to the provider
   }
-  {
-    std::lock_guard<std::mutex> lock(c->ep->mutex);  // taken after the handshake's: never both at once
-    c->peer = c->ep->peer(c->reply.address, c->reply.addressBytes);
+  // The receiver's rails[j] is its member (rail + j) % its count (accept); each lock taken alone, after
+  // the handshake's.
+  c->stripes = int(std::min<size_t>(c->rails.size(), c->reply.data.count));
+  for (size_t j = 0; j < size_t(c->stripes); ++j) {
+    const size_t m = (c->hello.rail + j) % c->reply.data.count;
+    std::lock_guard<std::mutex> lock(c->rails[j]->mutex);
+    c->peers.push_back(c->rails[j]->peer(c->reply.data.address[m], c->reply.data.bytes[m]));
   }
+  c->peer = c->peers[0];
+  c->stripeBytes = uint64_t(std::max<int64_t>(0, config::getInt(config::Var::PLUGIN_STRIPE_BYTES)));
   c->remoteId = c->reply.recvCommId;
   c->connected = true;
   deviceCounters(c->ep->deviceIndex()).sendComms.fetch_add(1, std::memory_order_relaxed);
   h->connectState = 0;
-  CFX_INFO(kNet, "plugin: connected on device %d rail %u (send comm %u -> receive comm %u)", c->ep->deviceIndex(),
-           c->hello.rail, c->id, c->remoteId);
+  CFX_INFO(kNet, "plugin: connected on device %d rail %u (send comm %u -> receive comm %u, %d rail(s) per message)",
+           c->ep->deviceIndex(), c->hello.rail, c->id, c->remoteId, c->stripes);
   return c;
 }
 
@@ -191,19 +240,18 @@ RecvComm* accept(ListenComm& l) {
     }
     // The data endpoint: the listened device's member of the sender's rail index (opened by listen; its
     // ids are atomic, so no second lock is taken here).
-    std::shared_ptr<Endpoint> data = l.rails[size_t(l.inbox.rail) % l.rails.size()];
+    const size_t home = size_t(l.inbox.rail) % l.rails.size();
+    std::shared_ptr<Endpoint> data = l.rails[home];
     auto comm = std::make_unique<RecvComm>(data, l.maxRequests);
+    for (size_t j = 1; j < l.rails.size(); ++j) comm->rails.push_back(l.rails[(home + j) % l.rails.size()]);
+    comm->stripes = int(std::min<size_t>(l.rails.size(), l.inbox.data.count));
+    comm->striping = comm->stripes > 1;
+    comm->ctx = l.ctx;
     comm->id = data->nextId();
     l.replyTo = ep.peer(l.inbox.address, l.inbox.addressBytes);
     l.answer.magic = kHandleMagic;
     l.answer.recvCommId = comm->id;
-    const std::vector<uint8_t>& dataAddress = data->address();
-    if (dataAddress.size() > sizeof l.answer.address) {
-      throw Error(Code::InternalError, "plugin: endpoint address of " + std::to_string(dataAddress.size()) +
-                                           " bytes does not fit the ACCEPT message");
-    }
-    l.answer.addressBytes = uint32_t(dataAddress.size());
-    std::memcpy(l.answer.address, dataAddress.data(), dataAddress.size());
+    l.answer.data = railAddresses(l.rails);
     l.accepting = std::move(comm);
     l.answerReq.reset(Request::Kind::Control, 1);
     l.answerReq.desc[0] = controlDesc(l, &l.answer, sizeof l.answer);
@@ -224,39 +272,64 @@ RecvComm* accept(ListenComm& l) {
   std::unique_ptr<RecvComm> comm = std::move(l.accepting);
   const ConnectMessage hello = l.inbox;  // the listen comm may take the next CONNECT once unlocked
   lock.unlock();  // the data endpoint's lock is taken alone, never under the handshake's
-  {
-    // Providers that answer on their own (rendezvous) want the sender's data endpoint in the address vector.
-    std::lock_guard<std::mutex> dataLock(comm->ep->mutex);
-    comm->ep->peer(hello.dataAddress, hello.dataAddressBytes);
+  // Providers that answer on their own (rendezvous) want the sender's data endpoints in the address
+  // vectors: the sender's rails[j] is its member (rail + j) % its count (connect).
+  for (size_t j = 0; j < size_t(comm->stripes); ++j) {
+    const size_t m = (hello.rail + j) % hello.data.count;
+    std::lock_guard<std::mutex> dataLock(comm->rails[j]->mutex);
+    comm->rails[j]->peer(hello.data.address[m], hello.data.bytes[m]);
   }
   CFX_INFO(kNet, "plugin: accepted on device %d rail %u (receive comm %u <- send comm %u)", comm->ep->deviceIndex(),
            hello.rail, comm->id, hello.sendCommId);
   deviceCounters(comm->ep->deviceIndex()).recvComms.fetch_add(1, std::memory_order_relaxed);
+  comm->ctx->addRecvComm(comm.get());
   return comm.release();
 }
 
 namespace {
 
 /// Finishes or cancels what `comm` still has posted: handshake requests on its ctl endpoint, then data
-/// requests on its data endpoint, each under its endpoint's lock (never both at once). Returns false when
-/// the provider still holds some of its buffers (the comm must then stay allocated).
+/// requests, which may have operations on every rail: each endpoint's lock is taken alone. Returns false
+/// when the provider still holds some of its buffers (the comm must then stay allocated).
 bool quiesce(Comm& comm, std::initializer_list<Request*> control, RequestPool* pool, bool cancel) {
   bool clean = true;
-  auto settle = [&](Endpoint& ep, Request& r) {
-    if (r.pending == 0) return;
-    const bool cancellable = cancel || r.kind != Request::Kind::Send;  // sends finish, they are not cancelled
-    clean &= cancellable ? ep.cancelAndDrain(r) : ep.drain(r, 5000);
-  };
   {
     std::lock_guard<std::mutex> lock(comm.ctl->mutex);
-    for (Request* r : control) settle(*comm.ctl, *r);
+    for (Request* r : control) {
+      if (r->pending == 0) continue;
+      const bool cancellable = cancel || r->kind != Request::Kind::Send;  // sends finish, they are not cancelled
+      clean &= cancellable ? comm.ctl->cancelAndDrain(*r) : comm.ctl->drain(*r, 5000);
+    }
     unpin(comm);
   }
-  if (pool != nullptr) {
-    std::lock_guard<std::mutex> lock(comm.ep->mutex);
+  if (pool == nullptr) return clean;
+  auto busy = [&] {
     for (Request& r : pool->all()) {
-      if (r.inUse) settle(*comm.ep, r);
+      if (r.inUse && r.pending > 0) return true;
     }
+    return false;
+  };
+  if (cancel) {
+    for (const auto& ep : comm.rails) {
+      std::lock_guard<std::mutex> lock(ep->mutex);
+      for (Request& r : pool->all()) {
+        if (r.inUse && r.pending > 0) ep->cancel(r);
+      }
+    }
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(cancel ? 2000 : 5000);
+  while (busy() && std::chrono::steady_clock::now() < until) {
+    int read = 0;
+    for (const auto& ep : comm.rails) {
+      std::lock_guard<std::mutex> lock(ep->mutex);
+      read += ep->progress();
+    }
+    if (read == 0) std::this_thread::yield();
+  }
+  if (busy()) {
+    CFX_WARN(kNet, "plugin: operations on device %d did not finish %s; their memory is kept",
+             comm.ep->deviceIndex(), cancel ? "after cancellation" : "within 5 s");
+    clean = false;
   }
   return clean;
 }
@@ -289,6 +362,7 @@ void closeSend(SendComm* comm) {
 void closeRecv(RecvComm* comm) {
   if (comm == nullptr) return;
   deviceCounters(comm->ep->deviceIndex()).recvComms.fetch_sub(1, std::memory_order_relaxed);
+  comm->ctx->removeRecvComm(comm);  // no other thread posts its stripes from here on
   destroy(comm, {}, &comm->pool, true);
 }
 

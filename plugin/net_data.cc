@@ -1,6 +1,34 @@
+// The plugin's data path: registration on every rail, isend (whole or striped), grouped irecv, test.
+//
+// Striping: a comm with more than one rail (a virtual device on both sides) splits a message of at least
+// CONFLUX_PLUGIN_STRIPE_BYTES over its rails, so one connection moves as much as all its NICs together.
+//
+//   sender    posts, in order: the lead piece, the first L bytes (leadBytes: about 1/129 of the message
+//             on two rails), on rails[0] with NCCL's tag and the lead bit; then stripe j, P = 64 L bytes
+//             from L + j P (shorter or empty at the end), on rails[j] with stripeTag(j, NCCL's tag). The
+//             request finishes once every send completed.
+//   receiver  posts one receive per buffer on rails[0] for NCCL's tag, ignoring the lead bit. A whole
+//             message lands there and finishes the buffer. A lead piece lands at the buffer's start and
+//             its length gives P; the thread that next progresses a comm of the context posts the K
+//             stripes' receives, each on its rail at its offset with room for P bytes (cut at the
+//             buffer's end). The buffer reports the lead's and the stripes' bytes together: the sent size.
+//
+// The receiver cannot post the stripes earlier: their offsets depend on the sent size, which only the
+// sender knows (NCCL may send less than the receive buffer holds). Nothing but data travels in the
+// buffer, so receives posted into overlapping memory (a benchmark's) cannot confuse it. Stripes that
+// arrive before their receives wait in the provider as unexpected messages; the cost is the lead's
+// transfer and one one-way time per message, which NCCL's several steps in flight per connection hide.
+// Stripes carry NCCL's tag: for each tag the receiver posts stripes in irecv order (RecvComm::order), so
+// by FI_ORDER_SAS each stripe receive matches the stripe of its own message.
+//
+// Threads: a comm's data path runs under its dataMutex; an endpoint's mutex is taken alone under it, one
+// at a time, for each call into libfabric.
 #include "plugin/net_data.h"
 
 #include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -8,28 +36,6 @@
 
 namespace conflux::plugin {
 namespace {
-
-// The handle of zero-byte registrations: nothing to register, no descriptor.
-ofi::MemoryRegion emptyRegion;
-
-void* descOf(const ofi::MemoryRegion* mr) { return mr != nullptr ? mr->desc : nullptr; }
-
-/// Posts what remains of a partly posted irecv; clears comm.partial when all is posted.
-void postRest(RecvComm& comm) {
-  Request& r = *comm.partial;
-  while (r.posted < r.n && r.error == abi::kSuccess) {
-    const ssize_t rc = comm.ep->postRecv(r);
-    if (rc == -FI_EAGAIN) {
-      DeviceCounters::add(deviceCounters(comm.ep->deviceIndex()).retries);
-      return;
-    }
-    if (rc != 0) {
-      CFX_WARN(kNet, "plugin: %s", ofi::fiErrorMessage("fi_trecv", int(rc)).c_str());
-      r.error = abi::kSystemError;
-    }
-  }
-  comm.partial = nullptr;
-}
 
 void checkSize(const Endpoint& ep, size_t size) {
   const size_t limit = ep.maxMessageBytes();
@@ -39,65 +45,272 @@ void checkSize(const Endpoint& ep, size_t size) {
   }
 }
 
+void countRetry(const Endpoint& ep) { DeviceCounters::add(deviceCounters(ep.deviceIndex()).retries); }
+
+void postReadyStripes(RecvComm& comm);
+
+/// Reads completions on every rail of the comm (whose dataMutex the caller holds), then posts the stripes
+/// of headers that arrived for any receive comm of its context: a send can finish only once its peer
+/// posted the stripes' receives, and the peer may be waiting on a send of its own rather than testing
+/// that receive (another thread driving that comm keeps its lock; it posts them itself).
+void progressAll(Comm& comm) {
+  for (const auto& ep : comm.rails) {
+    std::lock_guard<std::mutex> lock(ep->mutex);
+    ep->progress();
+  }
+  if (comm.ctx == nullptr) return;
+  comm.ctx->forEachRecvComm([&](RecvComm& other) {
+    if (!other.headersWaiting.load(std::memory_order_acquire)) return;
+    if (&other == &comm) {
+      postReadyStripes(other);
+    } else if (other.dataMutex.try_lock()) {
+      postReadyStripes(other);
+      other.dataMutex.unlock();
+    }
+  });
+}
+
+/// Posts what remains of comm.partial, a send: the whole message, or the lead piece and then each stripe.
+/// Returns 0 when all is posted (or the request failed), else the last libfabric result (-FI_EAGAIN: try
+/// again later).
+ssize_t postRestSend(SendComm& comm) {
+  Request& r = *comm.partial;
+  const uint64_t bytes = r.sizes[0];
+  const uint64_t lead = r.total == 1 ? bytes : leadBytes(bytes, r.total - 1);
+  auto* base = static_cast<uint8_t*>(r.data[0]);
+  while (r.posted < r.total && r.failure() == abi::kSuccess) {
+    const int j = r.posted - 1;  // the stripe (-1: the whole message or the lead piece)
+    Endpoint& ep = *comm.rails[size_t(j < 0 ? 0 : j)];
+    void* desc = r.regs[0] != nullptr ? r.regs[0]->desc(j < 0 ? 0 : j) : nullptr;
+    ssize_t rc = 0;
+    {
+      std::lock_guard<std::mutex> lock(ep.mutex);
+      if (j < 0) {
+        rc = ep.send(r.ops[0], base, lead, desc, comm.peers[0], r.tags[0]);
+      } else {
+        const uint64_t off = std::min(stripeOffset(lead, j), bytes);
+        rc = ep.send(r.stripeOp(0, j), base + off, stripeBytes(bytes, lead, j), desc, comm.peers[size_t(j)],
+                     stripeTag(comm.remoteId, j, r.ncclTags[0]));
+      }
+    }
+    if (rc == -FI_EAGAIN) {
+      countRetry(ep);
+      return rc;
+    }
+    if (rc != 0) {
+      if (r.posted > 0) {
+        CFX_WARN(kNet, "plugin: %s", ofi::fiErrorMessage("fi_tsend", int(rc)).c_str());
+        r.fail(abi::kSystemError);
+        break;
+      }
+      return rc;
+    }
+    ++r.posted;
+  }
+  comm.partial = nullptr;
+  return 0;
+}
+
+/// Posts what remains of comm.partial, a receive: one operation per buffer, on rails[0].
+void postRestRecv(RecvComm& comm) {
+  Request& r = *comm.partial;
+  Endpoint& ep = *comm.rails[0];
+  std::lock_guard<std::mutex> lock(ep.mutex);
+  while (r.posted < r.total && r.failure() == abi::kSuccess) {
+    const ssize_t rc = ep.postRecv(r);
+    if (rc == -FI_EAGAIN) {
+      countRetry(ep);
+      return;
+    }
+    if (rc != 0) {
+      CFX_WARN(kNet, "plugin: %s", ofi::fiErrorMessage("fi_trecv", int(rc)).c_str());
+      r.fail(abi::kSystemError);
+    }
+  }
+  comm.partial = nullptr;
+}
+
+/// Posts the stripes of buffer i of r, whose lead piece arrived. Returns false when the provider's
+/// queue was full (the rest is posted later).
+bool postStripes(RecvComm& comm, Request& r, int i) {
+  const uint64_t lead = r.sizes[i];
+  const uint64_t cap = r.capacity[i];
+  while (r.stripesPosted[i] < comm.stripes) {
+    const int j = r.stripesPosted[i];
+    // Room for a whole stripe, cut at the buffer's end; a stripe wholly past it gets the last byte, so
+    // that a message too large is reported (a zero-byte receive does not say so on every provider) and
+    // an empty stripe still has a receive. A lead of zero bytes (no Conflux sender) posts nothing.
+    uint64_t off = stripeOffset(lead, j);
+    uint64_t len = std::min(kStripePerLead * lead, off < cap ? cap - off : 0);
+    if (len == 0) off = cap - 1, len = 1;
+    ssize_t rc = 0;
+    Endpoint& ep = *comm.rails[size_t(j)];
+    if (lead > 0 && cap > 0) {
+      std::lock_guard<std::mutex> lock(ep.mutex);
+      rc = ep.postStripe(r.stripeOp(i, j), static_cast<uint8_t*>(r.data[i]) + off, size_t(len),
+                         r.regs[i] != nullptr ? r.regs[i]->desc(j) : nullptr, stripeTag(comm.id, j, r.ncclTags[i]));
+    }
+    if (rc == -FI_EAGAIN) {
+      countRetry(ep);
+      return false;
+    }
+    if (rc != 0) {
+      CFX_WARN(kNet, "plugin: %s", ofi::fiErrorMessage("fi_trecv", int(rc)).c_str());
+      r.fail(abi::kSystemError);
+      r.stripesPosted[i] = comm.stripes;
+      break;
+    }
+    ++r.stripesPosted[i];
+  }
+  r.unposted.fetch_sub(1, std::memory_order_acq_rel);
+  return true;
+}
+
+/// Walks the comm's receive buffers in irecv order and posts the stripes of those whose lead piece
+/// arrived, unless an earlier buffer of the same tag is still waiting for its message (its stripes, or
+/// its whole message, come first on the wire). The caller holds the comm's dataMutex.
+void postReadyStripes(RecvComm& comm) {
+  if (!comm.headersWaiting.exchange(false, std::memory_order_acq_rel)) return;
+  std::vector<int> blocked;  // tags with an earlier buffer still waiting
+  bool retry = false;
+  size_t keep = 0;
+  for (const RecvComm::Pending& p : comm.order) {
+    Request& r = *p.request;
+    const int tag = r.ncclTags[p.buffer];
+    bool done = false;
+    if (std::find(blocked.begin(), blocked.end(), tag) == blocked.end()) {
+      switch (r.arrival[p.buffer].load(std::memory_order_acquire)) {
+        case Request::kWhole: done = true; break;
+        case Request::kLead:
+          done = postStripes(comm, r, p.buffer);
+          retry |= !done;
+          break;
+        default: break;
+      }
+      if (!done) blocked.push_back(tag);
+    }
+    if (!done) comm.order[keep++] = p;
+  }
+  comm.order.resize(keep);
+  if (retry) comm.headersWaiting.store(true, std::memory_order_release);
+}
+
+/// Drops r's buffers from the comm's order (r is going back to the pool).
+void forget(RecvComm& comm, const Request* r) {
+  comm.order.erase(std::remove_if(comm.order.begin(), comm.order.end(),
+                                  [&](const RecvComm::Pending& p) { return p.request == r; }),
+                   comm.order.end());
+}
+
+/// A finished receive's striped buffer i: its lead's bytes and its stripes', which must be what a
+/// Conflux sender makes of that size. Returns its size.
+size_t stripedSize(const RecvComm& comm, Request& r, int i) {
+  const uint64_t lead = r.sizes[i];
+  uint64_t got = lead;
+  DeviceCounters::add(deviceCounters(comm.rails[0]->deviceIndex()).receivedBytes, lead);
+  for (int j = 0; j < comm.stripes; ++j) {
+    const uint64_t bytes = r.stripeOp(i, j).bytes;
+    got += bytes;
+    DeviceCounters::add(deviceCounters(comm.rails[size_t(j)]->deviceIndex()).receivedBytes, bytes);
+  }
+  bool consistent = leadBytes(got, comm.stripes) == lead;
+  for (int j = 0; j < comm.stripes; ++j) consistent &= r.stripeOp(i, j).bytes == stripeBytes(got, lead, j);
+  if (!consistent && r.failure() == abi::kSuccess) {
+    CFX_WARN(kNet, "plugin: receive comm %u: a striped message of %llu bytes came in pieces no Conflux sender "
+             "makes (a lead of %llu bytes); is the peer another Conflux build?", comm.id,
+             static_cast<unsigned long long>(got), static_cast<unsigned long long>(lead));
+    r.fail(abi::kRemoteError);
+  }
+  return size_t(got);
+}
+
 }  // namespace
 
-ofi::MemoryRegion* registerMemory(Comm& comm, void* data, size_t size) {
-  if (size == 0) return &emptyRegion;
-  std::lock_guard<std::mutex> lock(comm.ep->mutex);
-  Status err;
-  ofi::MemoryRegion* r = comm.ep->mrCache().acquire(data, size, &err);
-  if (r == nullptr) throw Error(err.code(), "plugin: regMr of " + std::to_string(size) + " bytes: " + err.message());
-  return r;
+Registration* registerMemory(Comm& comm, void* data, size_t size) {
+  auto reg = std::make_unique<Registration>();
+  if (size == 0) return reg.release();  // nothing to register, no descriptor
+  for (size_t j = 0; j < comm.rails.size(); ++j) {
+    Endpoint& ep = *comm.rails[j];
+    std::lock_guard<std::mutex> lock(ep.mutex);
+    Status err;
+    reg->rails[j] = ep.mrCache().acquire(data, size, &err);
+    if (reg->rails[j] == nullptr) {
+      for (size_t k = 0; k < j; ++k) {
+        std::lock_guard<std::mutex> other(comm.rails[k]->mutex);  // this rail's lock is not needed for k
+        comm.rails[k]->mrCache().release(reg->rails[k]);
+      }
+      throw Error(err.code(), "plugin: regMr of " + std::to_string(size) + " bytes: " + err.message());
+    }
+  }
+  return reg.release();
 }
 
-void deregisterMemory(Comm& comm, ofi::MemoryRegion* region) {
-  if (region == nullptr || region == &emptyRegion) return;
-  std::lock_guard<std::mutex> lock(comm.ep->mutex);
-  void* addr = region->addr;
-  const size_t bytes = region->bytes;
-  comm.ep->mrCache().release(region);
-  // NCCL may free the memory next; a cached registration would then outlive its pages.
-  comm.ep->mrCache().invalidate(addr, bytes);
+void deregisterMemory(Comm& comm, Registration* reg) {
+  if (reg == nullptr) return;
+  std::unique_ptr<Registration> owned(reg);
+  for (size_t j = 0; j < comm.rails.size(); ++j) {
+    ofi::MemoryRegion* region = reg->rails[j];
+    if (region == nullptr) continue;
+    Endpoint& ep = *comm.rails[j];
+    std::lock_guard<std::mutex> lock(ep.mutex);
+    void* addr = region->addr;
+    const size_t bytes = region->bytes;
+    ep.mrCache().release(region);
+    // NCCL may free the memory next; a cached registration would then outlive its pages.
+    ep.mrCache().invalidate(addr, bytes);
+  }
 }
 
-Request* isend(SendComm& comm, void* data, size_t size, int tag, ofi::MemoryRegion* mr) {
+Request* isend(SendComm& comm, void* data, size_t size, int tag, const Registration* reg) {
   if (!comm.connected) throw Error(Code::InvalidUsage, "plugin: isend on a comm that is not connected");
-  Endpoint& ep = *comm.ep;
-  checkSize(ep, size);
-  std::lock_guard<std::mutex> lock(ep.mutex);
-  Request* r = comm.pool.take();
+  checkSize(*comm.ep, size);
+  std::lock_guard<std::mutex> lock(comm.dataMutex);
+  // Sends are posted in call order (equal tags match in that order), so a partly posted one goes first.
+  if (comm.partial != nullptr) postRestSend(comm);
+  Request* r = comm.partial == nullptr ? comm.pool.take() : nullptr;
   if (r == nullptr) {
-    ep.progress();
+    progressAll(comm);
     return nullptr;
   }
   r->reset(Request::Kind::Send, 1);
   r->comm = &comm;
+  r->data[0] = data;
   r->sizes[0] = size;
-  const ssize_t rc = ep.send(*r, data, size, descOf(mr), comm.peer, dataTag(comm.remoteId, tag));
-  if (rc == 0) return r;
-  comm.pool.put(r);
-  if (rc == -FI_EAGAIN) {
-    DeviceCounters::add(deviceCounters(ep.deviceIndex()).retries);
-    ep.progress();
-    return nullptr;
+  r->regs[0] = reg;
+  r->tags[0] = dataTag(comm.remoteId, tag);
+  r->ncclTags[0] = tag;
+  if (comm.stripes > 1 && comm.stripeBytes > 0 && size >= comm.stripeBytes) {
+    r->total = 1 + comm.stripes;
+    r->tags[0] |= kHeaderBit;
   }
-  throw Error(Code::SystemError, "plugin: " + ofi::fiErrorMessage("fi_tsend", int(rc)));
+  comm.partial = r;
+  const ssize_t rc = postRestSend(comm);
+  if (r->posted == 0) {  // nothing went out: NCCL calls again (or gets the error)
+    comm.partial = nullptr;
+    comm.pool.put(r);
+    if (rc == -FI_EAGAIN) {
+      progressAll(comm);
+      return nullptr;
+    }
+    throw Error(Code::SystemError, "plugin: " + ofi::fiErrorMessage("fi_tsend", int(rc)));
+  }
+  return r;
 }
 
 Request* irecv(RecvComm& comm, int n, void** data, const size_t* sizes, const int* tags,
-               ofi::MemoryRegion* const* mrs) {
+               const Registration* const* regs) {
   if (n < 1 || n > kMaxRecvs) {
     throw Error(Code::InvalidArgument, "plugin: irecv of " + std::to_string(n) + " buffers (1.." +
                                            std::to_string(kMaxRecvs) + ")");
   }
-  Endpoint& ep = *comm.ep;
-  for (int i = 0; i < n; ++i) checkSize(ep, sizes[i]);
-  std::lock_guard<std::mutex> lock(ep.mutex);
+  for (int i = 0; i < n; ++i) checkSize(*comm.ep, sizes[i]);
+  std::lock_guard<std::mutex> lock(comm.dataMutex);
   // Receives are posted in call order (equal tags match in that order), so a partly posted one goes first.
-  if (comm.partial != nullptr) postRest(comm);
+  if (comm.partial != nullptr) postRestRecv(comm);
+  if (comm.stripes > 1) postReadyStripes(comm);
   Request* r = comm.partial == nullptr ? comm.pool.take() : nullptr;
   if (r == nullptr) {
-    ep.progress();
+    progressAll(comm);
     return nullptr;
   }
   r->reset(Request::Kind::Recv, n);
@@ -105,21 +318,31 @@ Request* irecv(RecvComm& comm, int n, void** data, const size_t* sizes, const in
   for (int i = 0; i < n; ++i) {
     r->data[i] = data[i];
     r->sizes[i] = sizes[i];
+    r->capacity[i] = sizes[i];
     r->tags[i] = dataTag(comm.id, tags[i]);
-    r->desc[i] = mrs != nullptr ? descOf(mrs[i]) : nullptr;
+    r->ncclTags[i] = tags[i];
+    r->regs[i] = regs != nullptr ? regs[i] : nullptr;
+    r->desc[i] = r->regs[i] != nullptr ? r->regs[i]->desc(0) : nullptr;
   }
-  const ssize_t rc = ep.postRecv(*r);
+  ssize_t rc = 0;
+  {
+    std::lock_guard<std::mutex> epLock(comm.rails[0]->mutex);
+    rc = comm.rails[0]->postRecv(*r);
+  }
   if (rc != 0) {
     comm.pool.put(r);
     if (rc == -FI_EAGAIN) {
-      DeviceCounters::add(deviceCounters(ep.deviceIndex()).retries);
-      ep.progress();
+      countRetry(*comm.rails[0]);
+      progressAll(comm);
       return nullptr;
     }
     throw Error(Code::SystemError, "plugin: " + ofi::fiErrorMessage("fi_trecv", int(rc)));
   }
+  if (comm.striping) {
+    for (int i = 0; i < n; ++i) comm.order.push_back({r, i});
+  }
   comm.partial = r;
-  postRest(comm);
+  postRestRecv(comm);
   return r;
 }
 
@@ -128,40 +351,62 @@ void test(Request* r, int* done, int* sizes) {
     throw Error(Code::InvalidArgument, "plugin: test of a request that is not in flight");
   }
   Comm& comm = *r->comm;
-  Endpoint& ep = *comm.ep;
-  std::lock_guard<std::mutex> lock(ep.mutex);
-  RequestPool* pool = nullptr;
-  if (comm.kind == Comm::Kind::Recv) {
-    auto& rc = static_cast<RecvComm&>(comm);
-    if (rc.partial != nullptr) postRest(rc);
-    pool = &rc.pool;
-  } else {
-    pool = &static_cast<SendComm&>(comm).pool;
+  std::lock_guard<std::mutex> lock(comm.dataMutex);
+  const bool recv = r->kind == Request::Kind::Recv;
+  RecvComm* rc = recv ? &static_cast<RecvComm&>(comm) : nullptr;
+  SendComm* sc = recv ? nullptr : &static_cast<SendComm&>(comm);
+  auto post = [&] {
+    if (rc != nullptr) {
+      if (rc->partial != nullptr) postRestRecv(*rc);
+      if (rc->stripes > 1) postReadyStripes(*rc);
+    } else if (sc->partial != nullptr) {
+      postRestSend(*sc);
+    }
+  };
+  post();
+  if (!r->finished()) {
+    progressAll(comm);
+    post();  // headers that just arrived
   }
-  if (!r->finished()) ep.progress();
   if (!r->finished()) {
     *done = 0;
     return;
   }
   *done = 1;
-  const abi::Result error = r->error;
+  DeviceCounters& counters = deviceCounters(comm.ep->deviceIndex());
+  uint64_t bytes = 0;
+  for (int i = 0; i < r->n; ++i) {
+    if (recv && r->arrival[i].load(std::memory_order_acquire) == Request::kLead) {
+      r->sizes[i] = stripedSize(*rc, *r, i);  // counted per rail
+    } else {
+      bytes += r->sizes[i];
+    }
+  }
+  if (!recv && r->total > 1) {  // a striped send: its bytes per rail
+    const uint64_t lead = leadBytes(r->sizes[0], r->total - 1);
+    DeviceCounters::add(counters.sentBytes, lead);
+    for (int j = 0; j + 1 < r->total; ++j) {
+      DeviceCounters::add(deviceCounters(comm.rails[size_t(j)]->deviceIndex()).sentBytes,
+                          stripeBytes(r->sizes[0], lead, j));
+    }
+    bytes = 0;
+  }
+  const abi::Result error = r->failure();
   if (sizes != nullptr) {
     for (int i = 0; i < r->n; ++i) sizes[i] = int(r->sizes[i]);
   }
-  const bool recv = r->kind == Request::Kind::Recv;
-  DeviceCounters& counters = deviceCounters(ep.deviceIndex());
   if (error != abi::kSuccess) {
     DeviceCounters::add(counters.errors);
   } else {
-    uint64_t bytes = 0;
-    for (int i = 0; i < r->n; ++i) bytes += r->sizes[i];
     DeviceCounters::add(recv ? counters.receivedBytes : counters.sentBytes, bytes);
     DeviceCounters::add(recv ? counters.receivedMessages : counters.sentMessages, uint64_t(r->n));
   }
-  pool->put(r);
+  if (recv && rc->striping) forget(*rc, r);  // a failed request may have buffers still waiting
+  (recv ? rc->pool : sc->pool).put(r);
   if (error != abi::kSuccess) {
     throw Error(static_cast<Code>(error), std::string("plugin: a ") + (recv ? "receive" : "send") + " on device " +
-                                              std::to_string(ep.deviceIndex()) + " failed (see the warning above)");
+                                              std::to_string(comm.ep->deviceIndex()) +
+                                              " failed (see the warning above)");
   }
 }
 

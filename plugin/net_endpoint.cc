@@ -4,28 +4,47 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "plugin/net_comm.h"
 #include "plugin/net_devices.h"
 #include "transport/ofi/cq_drain.h"
 
 namespace conflux::plugin {
 
+void* Registration::desc(int rail) const { return rails[rail] != nullptr ? rails[rail]->desc : nullptr; }
+
 void Request::reset(Kind k, int count) {
   kind = k;
   inUse = true;
   n = count;
-  pending = 0;
+  total = count;
+  pending.store(0, std::memory_order_relaxed);
+  unposted.store(0, std::memory_order_relaxed);
   posted = 0;
-  error = abi::kSuccess;
+  error.store(abi::kSuccess, std::memory_order_relaxed);
   for (int i = 0; i < kMaxRecvs; ++i) {
     ops[i].request = this;
     ops[i].index = i;
+    ops[i].ep = nullptr;
+    regs[i] = nullptr;
+    arrival[i].store(kWaiting, std::memory_order_relaxed);
+    stripesPosted[i] = 0;
   }
+}
+
+Completion& Request::stripeOp(int buffer, int stripe) {
+  if (!stripeOps) stripeOps = std::make_unique<Completion[]>(size_t(kMaxRecvs) * kMaxRails);
+  Completion& op = stripeOps[size_t(buffer) * kMaxRails + size_t(stripe)];
+  op.request = this;
+  op.index = buffer;
+  op.stripe = stripe;
+  return op;
 }
 
 Endpoint::Endpoint(const Device& device, int deviceIndex)
@@ -101,28 +120,67 @@ uint32_t Endpoint::nextId() {
 }
 
 ssize_t Endpoint::send(Request& r, const void* data, size_t len, void* desc, fi_addr_t to, uint64_t tag) {
-  if (len <= injectBytes_) {
-    const ssize_t rc = fi_tinject(ep_.get(), data, len, to, tag);
-    if (rc == 0) r.posted = 1;  // done: the provider copied the bytes and reports no completion
-    return rc;
-  }
-  const ssize_t rc = fi_tsend(ep_.get(), data, len, desc, to, tag, &r.ops[0].fi);
-  if (rc == 0) {
-    r.posted = 1;
-    r.pending = 1;
-  }
+  const ssize_t rc = send(r.ops[0], data, len, desc, to, tag);
+  if (rc == 0) r.posted = 1;
+  return rc;
+}
+
+ssize_t Endpoint::send(Completion& op, const void* data, size_t len, void* desc, fi_addr_t to, uint64_t tag) {
+  if (len <= injectBytes_) return fi_tinject(ep_.get(), data, len, to, tag);  // copied: no completion comes
+  // Counted before the post: another thread may read the completion on this endpoint's queue right after.
+  op.request->pending.fetch_add(1, std::memory_order_relaxed);
+  op.ep = this;
+  const ssize_t rc = fi_tsend(ep_.get(), data, len, desc, to, tag, &op.fi);
+  if (rc != 0) op.request->pending.fetch_sub(1, std::memory_order_relaxed);
   return rc;
 }
 
 ssize_t Endpoint::postRecv(Request& r) {
   const int i = r.posted;
-  const ssize_t rc = fi_trecv(ep_.get(), r.data[i], r.sizes[i], r.desc[i], FI_ADDR_UNSPEC, r.tags[i], 0, &r.ops[i].fi);
+  // A data receive also takes the header of a striped message for the same tag (net_endpoint.h).
+  const uint64_t ignore = r.kind == Request::Kind::Recv ? kHeaderBit : 0;
+  r.ops[i].ep = this;
+  r.pending.fetch_add(1, std::memory_order_relaxed);
+  const ssize_t rc =
+      fi_trecv(ep_.get(), r.data[i], r.sizes[i], r.desc[i], FI_ADDR_UNSPEC, r.tags[i], ignore, &r.ops[i].fi);
   if (rc == 0) {
     ++r.posted;
-    ++r.pending;
+  } else {
+    r.pending.fetch_sub(1, std::memory_order_relaxed);
   }
   return rc;
 }
+
+ssize_t Endpoint::postStripe(Completion& op, void* data, size_t len, void* desc, uint64_t tag) {
+  op.ep = this;
+  op.bytes = 0;
+  op.request->pending.fetch_add(1, std::memory_order_relaxed);
+  const ssize_t rc = fi_trecv(ep_.get(), data, len, desc, FI_ADDR_UNSPEC, tag, 0, &op.fi);
+  if (rc != 0) op.request->pending.fetch_sub(1, std::memory_order_relaxed);
+  return rc;
+}
+
+void Endpoint::cancel(Request& r) {
+  for (Completion& op : r.ops) {
+    if (op.ep == this) fi_cancel(&ep_->fid, &op.fi);
+  }
+  if (!r.stripeOps) return;
+  for (size_t k = 0; k < size_t(kMaxRecvs) * kMaxRails; ++k) {
+    if (r.stripeOps[k].ep == this) fi_cancel(&ep_->fid, &r.stripeOps[k].fi);
+  }
+}
+
+namespace {
+
+/// Receive buffer i's first operation completed: a whole message, or a striped one's lead piece, whose
+/// stripes the thread driving the comm then posts (net_data.cc), not under this endpoint's lock.
+void arrived(Request& r, int i, bool lead) {
+  if (lead) r.unposted.fetch_add(1, std::memory_order_relaxed);
+  r.arrival[i].store(lead ? Request::kLead : Request::kWhole, std::memory_order_release);
+  if (r.comm->striping) r.comm->headersWaiting.store(true, std::memory_order_release);
+}
+
+}  // namespace
 
 int Endpoint::progress() {
   return ofi::drainCompletions(
@@ -131,8 +189,14 @@ int Endpoint::progress() {
         auto* op = static_cast<Completion*>(e.op_context);
         if (op == nullptr || op->request == nullptr) return;
         Request& r = *op->request;
-        if (r.kind != Request::Kind::Send) r.sizes[op->index] = e.len;
-        --r.pending;
+        op->ep = nullptr;
+        if (op->stripe >= 0) {
+          op->bytes = e.len;
+        } else if (r.kind != Request::Kind::Send) {
+          r.sizes[op->index] = e.len;
+          if (r.kind == Request::Kind::Recv) arrived(r, op->index, (e.tag & kHeaderBit) != 0);
+        }
+        r.pending.fetch_sub(1, std::memory_order_acq_rel);
       },
       [&] { onError(); },
       [&](int err) { CFX_WARN(kNet, "plugin: fi_cq_read on device %d: %s", deviceIndex_, fi_strerror(err)); });
@@ -144,9 +208,15 @@ void Endpoint::onError() {
   auto* op = static_cast<Completion*>(err.op_context);
   if (op == nullptr || op->request == nullptr) return;
   Request& r = *op->request;
-  --r.pending;
+  op->ep = nullptr;
+  if (err.err == FI_ETRUNC && r.kind == Request::Kind::Recv && op->stripe < 0 && (err.tag & kHeaderBit) != 0) {
+    // A lead piece cut short: its stripes are still received (cut too), so that the sender's complete.
+    r.sizes[op->index] = err.len + err.olen;
+    arrived(r, op->index, true);
+  }
   if (err.err == FI_ECANCELED) {
-    if (r.error == abi::kSuccess) r.error = abi::kInternalError;
+    r.fail(abi::kInternalError);
+    r.pending.fetch_sub(1, std::memory_order_acq_rel);
     return;
   }
   char buf[256] = {0};
@@ -156,7 +226,8 @@ void Endpoint::onError() {
            r.kind == Request::Kind::Send ? "send" : r.kind == Request::Kind::Recv ? "receive" : "handshake message",
            deviceIndex_, fi_strerror(err.err),
            truncated ? " (the message is larger than the receive buffer)" : "", provider ? provider : "");
-  if (r.error == abi::kSuccess) r.error = truncated ? abi::kInvalidUsage : abi::kRemoteError;
+  r.fail(truncated ? abi::kInvalidUsage : abi::kRemoteError);
+  r.pending.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 bool Endpoint::drain(Request& r, int timeoutMs) {
@@ -169,10 +240,10 @@ bool Endpoint::drain(Request& r, int timeoutMs) {
 
 bool Endpoint::cancelAndDrain(Request& r) {
   if (r.pending == 0) return true;
-  for (int i = 0; i < r.posted; ++i) fi_cancel(&ep_->fid, &r.ops[i].fi);
+  cancel(r);
   if (drain(r, 2000)) return true;
   CFX_WARN(kNet, "plugin: %d operation(s) on device %d did not finish after cancellation; their memory is kept",
-           r.pending, deviceIndex_);
+           r.pending.load(), deviceIndex_);
   return false;
 }
 

@@ -14,6 +14,16 @@ std::string sizeDiffers(size_t received, size_t expected) {
   return "it has " + std::to_string(received) + " bytes, not " + std::to_string(expected);
 }
 
+std::string railsOutside(const RailAddresses& r) {
+  if (r.count < 1 || r.count > uint32_t(kMaxRails)) {
+    return "its rail count " + std::to_string(r.count) + " is outside 1.." + std::to_string(kMaxRails);
+  }
+  for (uint32_t m = 0; m < r.count; ++m) {
+    if (std::string why = lengthOutside("data address", r.bytes[m], sizeof r.address[m]); !why.empty()) return why;
+  }
+  return {};
+}
+
 constexpr const char* kNotOurs = "its magic is not Conflux's (a peer of another Conflux version?)";
 
 }  // namespace
@@ -27,13 +37,13 @@ std::string checkConnect(const ConnectMessage& m, size_t received) {
   if (std::string why = sizeDiffers(received, sizeof m); !why.empty()) return why;
   if (m.magic != kHandleMagic) return kNotOurs;
   if (std::string why = lengthOutside("address", m.addressBytes, sizeof m.address); !why.empty()) return why;
-  return lengthOutside("data address", m.dataAddressBytes, sizeof m.dataAddress);
+  return railsOutside(m.data);
 }
 
 std::string checkAccept(const AcceptMessage& m, size_t received) {
   if (std::string why = sizeDiffers(received, sizeof m); !why.empty()) return why;
   if (m.magic != kHandleMagic) return kNotOurs;
-  return lengthOutside("address", m.addressBytes, sizeof m.address);
+  return railsOutside(m.data);
 }
 
 }  // namespace conflux::plugin

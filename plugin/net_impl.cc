@@ -217,13 +217,13 @@ abi::Result regMrDmaBuf(void*, void*, size_t, int, uint64_t, int, void**) {
 }
 
 abi::Result deregMr(void* comm, void* mhandle) {
-  return guard("deregMr", [&] { deregisterMemory(asComm(comm), static_cast<ofi::MemoryRegion*>(mhandle)); });
+  return guard("deregMr", [&] { deregisterMemory(asComm(comm), static_cast<Registration*>(mhandle)); });
 }
 
 abi::Result isend(void* sendComm, void* data, size_t size, int tag, void* mhandle, void** request) {
   return guard("isend", [&] {
     *as<void*>(request, "request pointer") =
-        plugin::isend(*as<SendComm>(sendComm, "sendComm"), data, size, tag, static_cast<ofi::MemoryRegion*>(mhandle));
+        plugin::isend(*as<SendComm>(sendComm, "sendComm"), data, size, tag, static_cast<Registration*>(mhandle));
   });
 }
 
@@ -232,7 +232,7 @@ abi::Result irecv(void* recvComm, int n, void** data, const size_t* sizes, const
   return guard("irecv", [&] {
     *as<void*>(request, "request pointer") =
         plugin::irecv(*as<RecvComm>(recvComm, "recvComm"), n, as<void*>(data, "data"), as<const size_t>(sizes, "sizes"),
-                      as<const int>(tags, "tags"), reinterpret_cast<ofi::MemoryRegion* const*>(mhandles));
+                      as<const int>(tags, "tags"), reinterpret_cast<const Registration* const*>(mhandles));
   });
 }
 

@@ -1,7 +1,7 @@
 // What the NCCL net plugin's handshake receives from outside the process: the 128-byte listen handle
 // NCCL passes connect, and the CONNECT and ACCEPT messages a peer sends (plugin/net_handshake.h). Input:
 // byte 0 picks which (and, for messages, how many bytes "arrived"), the rest fills it. Whatever passes
-// the check must be safe to use: its address lengths within their arrays.
+// the check must be safe to use: its rail count and address lengths within their arrays.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +11,15 @@
 using namespace conflux::plugin;
 
 namespace {
+
+/// Whether `r` would let a reader past its arrays.
+bool unsafe(const RailAddresses& r) {
+  if (r.count < 1 || r.count > uint32_t(kMaxRails)) return true;
+  for (uint32_t m = 0; m < r.count; ++m) {
+    if (r.bytes[m] == 0 || r.bytes[m] > sizeof r.address[m]) return true;
+  }
+  return false;
+}
 
 template <class T>
 T fill(const uint8_t* data, size_t size) {
@@ -39,8 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const auto m = fill<ConnectMessage>(data, size);
       const size_t n = received == SIZE_MAX ? sizeof m : received;
       if (checkConnect(m, n).empty() &&
-          (n != sizeof m || m.addressBytes == 0 || m.addressBytes > sizeof m.address || m.dataAddressBytes == 0 ||
-           m.dataAddressBytes > sizeof m.dataAddress)) {
+          (n != sizeof m || m.addressBytes == 0 || m.addressBytes > sizeof m.address || unsafe(m.data))) {
         std::abort();
       }
       break;
@@ -48,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     default: {
       const auto m = fill<AcceptMessage>(data, size);
       const size_t n = received == SIZE_MAX ? sizeof m : received;
-      if (checkAccept(m, n).empty() && (n != sizeof m || m.addressBytes == 0 || m.addressBytes > sizeof m.address)) {
+      if (checkAccept(m, n).empty() && (n != sizeof m || unsafe(m.data))) {
         std::abort();
       }
       break;
