@@ -135,20 +135,33 @@ void postRestRecv(RecvComm& comm) {
 bool postStripes(RecvComm& comm, Request& r, int i) {
   const uint64_t lead = r.sizes[i];
   const uint64_t cap = r.capacity[i];
+  if (lead == 0 && r.stripesPosted[i] == 0) {
+    CFX_WARN(kNet, "plugin: receive comm %u got a striped message's lead of 0 bytes; is the peer another "
+             "Conflux build?", comm.id);
+    r.fail(abi::kRemoteError);
+  }
   while (r.stripesPosted[i] < comm.stripes) {
     const int j = r.stripesPosted[i];
-    // Room for a whole stripe, cut at the buffer's end; a stripe wholly past it gets the last byte, so
-    // that a message too large is reported (a zero-byte receive does not say so on every provider) and
-    // an empty stripe still has a receive. A lead of zero bytes (no Conflux sender) posts nothing.
-    uint64_t off = stripeOffset(lead, j);
+    // Room for a whole stripe, cut at the buffer's end; a stripe wholly past it gets the last byte (the
+    // request's own byte for a buffer of none), so that a message too large is reported (a zero-byte
+    // receive does not say so on every provider) and an empty stripe still has a receive. A lead of zero
+    // bytes comes from no Conflux sender: nothing is posted and the buffer fails (stripedSize).
+    const uint64_t off = stripeOffset(lead, j);
     uint64_t len = std::min(kStripePerLead * lead, off < cap ? cap - off : 0);
-    if (len == 0) off = cap - 1, len = 1;
+    auto* into = static_cast<uint8_t*>(r.data[i]) + off;
+    void* desc = r.regs[i] != nullptr ? r.regs[i]->desc(j) : nullptr;
+    if (len == 0) {
+      len = 1;
+      into = cap > 0 ? static_cast<uint8_t*>(r.data[i]) + cap - 1 : &r.sink;
+      if (cap == 0) desc = nullptr;
+    }
+    Completion& op = r.stripeOp(i, j);
+    op.bytes = 0;
     ssize_t rc = 0;
     Endpoint& ep = *comm.rails[size_t(j)];
-    if (lead > 0 && cap > 0) {
+    if (lead > 0) {
       std::lock_guard<std::mutex> lock(ep.mutex);
-      rc = ep.postStripe(r.stripeOp(i, j), static_cast<uint8_t*>(r.data[i]) + off, size_t(len),
-                         r.regs[i] != nullptr ? r.regs[i]->desc(j) : nullptr, stripeTag(comm.id, j, r.ncclTags[i]));
+      rc = ep.postStripe(op, into, size_t(len), desc, stripeTag(comm.id, j, r.ncclTags[i]));
     }
     if (rc == -FI_EAGAIN) {
       countRetry(ep);
@@ -197,9 +210,11 @@ void postReadyStripes(RecvComm& comm) {
 
 /// Drops r's buffers from the comm's order (r is going back to the pool).
 void forget(RecvComm& comm, const Request* r) {
-  comm.order.erase(std::remove_if(comm.order.begin(), comm.order.end(),
-                                  [&](const RecvComm::Pending& p) { return p.request == r; }),
-                   comm.order.end());
+  const auto gone = std::remove_if(comm.order.begin(), comm.order.end(),
+                                   [&](const RecvComm::Pending& p) { return p.request == r; });
+  if (gone == comm.order.end()) return;
+  comm.order.erase(gone, comm.order.end());
+  comm.headersWaiting.store(true, std::memory_order_release);  // later buffers of its tags may go on
 }
 
 /// A finished receive's striped buffer i: its lead's bytes and its stripes', which must be what a
@@ -207,12 +222,7 @@ void forget(RecvComm& comm, const Request* r) {
 size_t stripedSize(const RecvComm& comm, Request& r, int i) {
   const uint64_t lead = r.sizes[i];
   uint64_t got = lead;
-  DeviceCounters::add(deviceCounters(comm.rails[0]->deviceIndex()).receivedBytes, lead);
-  for (int j = 0; j < comm.stripes; ++j) {
-    const uint64_t bytes = r.stripeOp(i, j).bytes;
-    got += bytes;
-    DeviceCounters::add(deviceCounters(comm.rails[size_t(j)]->deviceIndex()).receivedBytes, bytes);
-  }
+  for (int j = 0; j < comm.stripes; ++j) got += r.stripeOp(i, j).bytes;
   bool consistent = leadBytes(got, comm.stripes) == lead;
   for (int j = 0; j < comm.stripes; ++j) consistent &= r.stripeOp(i, j).bytes == stripeBytes(got, lead, j);
   if (!consistent && r.failure() == abi::kSuccess) {
@@ -220,6 +230,13 @@ size_t stripedSize(const RecvComm& comm, Request& r, int i) {
              "makes (a lead of %llu bytes); is the peer another Conflux build?", comm.id,
              static_cast<unsigned long long>(got), static_cast<unsigned long long>(lead));
     r.fail(abi::kRemoteError);
+  }
+  if (r.failure() == abi::kSuccess) {  // counted per rail, like whole messages only on success
+    DeviceCounters::add(deviceCounters(comm.rails[0]->deviceIndex()).receivedBytes, lead);
+    for (int j = 0; j < comm.stripes; ++j) {
+      DeviceCounters::add(deviceCounters(comm.rails[size_t(j)]->deviceIndex()).receivedBytes,
+                          r.stripeOp(i, j).bytes);
+    }
   }
   return size_t(got);
 }
@@ -230,13 +247,14 @@ Registration* registerMemory(Comm& comm, void* data, size_t size) {
   auto reg = std::make_unique<Registration>();
   if (size == 0) return reg.release();  // nothing to register, no descriptor
   for (size_t j = 0; j < comm.rails.size(); ++j) {
-    Endpoint& ep = *comm.rails[j];
-    std::lock_guard<std::mutex> lock(ep.mutex);
     Status err;
-    reg->rails[j] = ep.mrCache().acquire(data, size, &err);
+    {
+      std::lock_guard<std::mutex> lock(comm.rails[j]->mutex);
+      reg->rails[j] = comm.rails[j]->mrCache().acquire(data, size, &err);
+    }
     if (reg->rails[j] == nullptr) {
-      for (size_t k = 0; k < j; ++k) {
-        std::lock_guard<std::mutex> other(comm.rails[k]->mutex);  // this rail's lock is not needed for k
+      for (size_t k = 0; k < j; ++k) {  // one endpoint's lock at a time
+        std::lock_guard<std::mutex> other(comm.rails[k]->mutex);
         comm.rails[k]->mrCache().release(reg->rails[k]);
       }
       throw Error(err.code(), "plugin: regMr of " + std::to_string(size) + " bytes: " + err.message());

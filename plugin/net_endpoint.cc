@@ -111,6 +111,7 @@ fi_addr_t Endpoint::peer(const uint8_t* address, size_t len) {
 }
 
 uint32_t Endpoint::nextId() {
+  static std::atomic<uint32_t> nextId_{1};
   uint32_t id = nextId_.load(std::memory_order_relaxed);
   uint32_t next = 0;
   do {
@@ -209,10 +210,12 @@ void Endpoint::onError() {
   if (op == nullptr || op->request == nullptr) return;
   Request& r = *op->request;
   op->ep = nullptr;
-  if (err.err == FI_ETRUNC && r.kind == Request::Kind::Recv && op->stripe < 0 && (err.tag & kHeaderBit) != 0) {
+  if (r.kind == Request::Kind::Recv && op->stripe < 0) {
     // A lead piece cut short: its stripes are still received (cut too), so that the sender's complete.
-    r.sizes[op->index] = err.len + err.olen;
-    arrived(r, op->index, true);
+    // Its size: rxm reports the whole message in len, others what fitted in len and the rest in olen.
+    const bool lead = err.err == FI_ETRUNC && (err.tag & kHeaderBit) != 0;
+    if (lead) r.sizes[op->index] = std::max(err.len, r.capacity[op->index] + err.olen);
+    arrived(r, op->index, lead);  // any other failure ends the buffer: later ones of its tag go on
   }
   if (err.err == FI_ECANCELED) {
     r.fail(abi::kInternalError);

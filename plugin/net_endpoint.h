@@ -120,12 +120,13 @@ struct Request {
   Completion ops[kMaxRecvs];
   // Striping. Receives: per buffer its capacity, registration and NCCL tag, what its first operation got
   // (set by the completion), the stripes posted. Sends: the same in slot 0.
-  enum Arrival : uint8_t { kWaiting = 0, kWhole = 1, kLead = 2 };
+  enum Arrival : uint8_t { kWaiting = 0, kWhole = 1, kLead = 2 };  ///< kWhole: also a failed first operation
   size_t capacity[kMaxRecvs] = {};
   const Registration* regs[kMaxRecvs] = {};
   int ncclTags[kMaxRecvs] = {};
   std::atomic<uint8_t> arrival[kMaxRecvs] = {};
   int stripesPosted[kMaxRecvs] = {};
+  uint8_t sink = 0;  ///< where a stripe goes when its lead found a receive of 0 bytes (an error anyway)
   std::unique_ptr<Completion[]> stripeOps;  ///< kMaxRecvs x kMaxRails, allocated on first use
 
   abi::Result failure() const { return static_cast<abi::Result>(error.load(std::memory_order_acquire)); }
@@ -135,8 +136,8 @@ struct Request {
   }
   /// Ready to hand back to NCCL: nothing left to post or to complete.
   bool finished() const {
-    return pending.load(std::memory_order_acquire) == 0 &&
-           ((posted == total && unposted.load(std::memory_order_acquire) == 0) || failure() != abi::kSuccess);
+    return pending.load(std::memory_order_acquire) == 0 && unposted.load(std::memory_order_acquire) == 0 &&
+           (posted == total || failure() != abi::kSuccess);
   }
   void reset(Kind k, int count);
   Completion& stripeOp(int buffer, int stripe);
@@ -160,9 +161,10 @@ class Endpoint {
   const std::vector<uint8_t>& address() const { return address_; }
   /// The fi_addr of a peer endpoint's address, inserted into the address vector on first use.
   fi_addr_t peer(const uint8_t* address, size_t len);
-  /// A fresh connection id (listen ids and comm ids share one space). Needs no lock (atomic), so a comm
-  /// can take an id on one endpoint while holding another's lock.
-  uint32_t nextId();
+  /// A fresh connection id (listen ids and comm ids share one space). Ids are unique in the process, not
+  /// only on this endpoint: a comm's stripes use its id on the other rails' endpoints too, which virtual
+  /// devices may share in any order. Needs no lock (atomic).
+  static uint32_t nextId();
 
   /// fi_tsend (or fi_tinject for small sends, which then finishes at once). Returns 0, -FI_EAGAIN or an error.
   ssize_t send(Request& r, const void* data, size_t len, void* desc, fi_addr_t to, uint64_t tag);
@@ -203,7 +205,6 @@ class Endpoint {
   std::unique_ptr<ofi::MrCache> mrCache_;
   std::vector<uint8_t> address_;
   std::map<std::string, fi_addr_t> peers_;
-  std::atomic<uint32_t> nextId_{1};
   size_t injectBytes_ = 0;
   bool localMr_ = false;
 };

@@ -7,8 +7,14 @@
 //              (nothing the plugin needs travels in the buffer, so overwritten bytes cannot confuse it);
 //   grouped    one irecv of three buffers with different tags, a whole message and two striped ones,
 //              sent in the reverse order;
+//   unexpected four messages of one tag (16 MiB, 256 KiB, a whole one, 1 MiB + 5) sent before their
+//              receives are posted: leads of different sizes and protocols, stripes in message order;
+//   after an error  a whole message too large for its receive, then a striped one with the same tag;
 //   too large  a striped message larger than the receive buffer: an error on the receiver, the sender's
 //              request still completes, and the connection carries the next message;
+//   overlapping virtual devices {0,1} and {2,1} on three loopback devices, one connection each, striped
+//              messages with one tag on both at once: each lands where it belongs (comm ids must be unique
+//              on the shared rail, not only on each connection's first one);
 //   rails      the sender's per-rail byte counters (its metrics file) show each rail carried its share;
 //              with CONFLUX_PLUGIN_STRIPE_BYTES=0 the second rail carries nothing.
 // Between namespaces with two rails (tests/netns/test_plugin_netns.py) the script also checks the links.
@@ -36,6 +42,11 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kBufferBytes = size_t{16} << 20;
 constexpr size_t kWindowBytes = size_t{1} << 20;
 constexpr int kWindow = 16;
+
+// The unexpected phase: sizes, and where each lands (inside the buffer's 32 MiB).
+constexpr size_t kUnexpected[4] = {size_t{16} << 20, size_t{256} << 10, 100, (size_t{1} << 20) + 5};
+constexpr size_t kUnexpectedAt[4] = {0, size_t{16} << 20, size_t{17} << 20, size_t{18} << 20};
+constexpr size_t kUnexpectedCap[4] = {size_t{16} << 20, size_t{1} << 20, size_t{1} << 20, size_t{2} << 20};
 
 struct Case {
   size_t sent, capacity;
@@ -176,6 +187,32 @@ void receiver(int version, Channel& ch) {
     }
   }
 
+  phase = "unexpected";
+  ch.barrier();  // the sender posted its four sends
+  {
+    std::vector<void*> rs;
+    for (int k = 0; k < 4; ++k) rs.push_back(recvOne(net, c, buf + kUnexpectedAt[k], kUnexpectedCap[k], 20, s.mh));
+    for (int k = 0; k < 4; ++k) {
+      int got = -1;
+      waitDone(net, rs[size_t(k)], &got);
+      PT_CHECK(size_t(got) == kUnexpected[k], "unexpected message %d: %d bytes, want %zu", k, got, kUnexpected[k]);
+      verify(buf + kUnexpectedAt[k], kUnexpected[k], 400 + size_t(k), "unexpected");
+    }
+  }
+
+  phase = "after an error";
+  {
+    void* small = recvOne(net, c, buf, size_t{64} << 10, 21, s.mh);
+    void* next = recvOne(net, c, buf + (size_t{1} << 20), size_t{1} << 20, 21, s.mh);
+    int got = -1;
+    waitDone(net, next, &got);  // before the failed one is tested: its failure alone must not hold this up
+    PT_CHECK(size_t(got) == (size_t{512} << 10), "after the failure: %d bytes", got);
+    PT_CHECK(resultOf(net, small) != 0, "a 100 KB message into a 64 KiB buffer did not fail");
+    verify(buf + (size_t{1} << 20), size_t{512} << 10, 500, "after the failure");
+    PT_CHECK(warnings > 0, "the failure logged no warning");
+    warnings = 0;
+  }
+
   phase = "too large";
   if (stripeThreshold() != 0) {
     PT_CHECK(resultOf(net, recvOne(net, c, buf, size_t{1} << 20, 9, s.mh)) != 0,
@@ -264,6 +301,26 @@ void sender(int version, Channel& ch) {
     }
   }
 
+  phase = "unexpected";
+  {
+    std::vector<void*> ss;
+    for (int k = 0; k < 4; ++k) {
+      fillPattern(buf + kUnexpectedAt[k], kUnexpected[k], 400 + size_t(k));
+      ss.push_back(sendOne(net, c, buf + kUnexpectedAt[k], kUnexpected[k], 20, s.mh));
+      count(kUnexpected[k]);
+    }
+    ch.barrier();
+    for (void* r : ss) waitDone(net, r, nullptr);
+  }
+
+  phase = "after an error";
+  fillPattern(buf, 100000, 0);
+  PT_CHECK(resultOf(net, sendOne(net, c, buf, 100000, 21, s.mh)) == 0, "the send too large for its receive failed");
+  count(100000);
+  fillPattern(buf, size_t{512} << 10, 500);
+  waitDone(net, sendOne(net, c, buf, size_t{512} << 10, 21, s.mh), nullptr);
+  count(size_t{512} << 10);
+
   phase = "too large";
   if (threshold != 0) {
     fillPattern(buf, size_t{2} << 20, 0);
@@ -295,6 +352,93 @@ void sender(int version, Channel& ch) {
   PT_CHECK(net.deregMr(c, s.mh) == 0);
   PT_CHECK(net.closeSend(c) == 0);
   PT_CHECK(net.finalize() == 0);
+  PT_CHECK(warnings == 0, "%d warnings logged", warnings.load());
+}
+
+// Overlapping virtual devices: A = {0,1} and B = {2,1} share device 1, where both connections' second
+// stripes arrive.
+constexpr int kOverlapRounds = 4;
+constexpr size_t kOverlapBytes = size_t{4} << 20;
+/// Different sizes per device, so that a stripe taken by the other connection's receive cannot pass.
+size_t overlapSize(int d) { return d == 0 ? kOverlapBytes : kOverlapBytes - (size_t{1} << 20) + 7; }
+
+std::unique_ptr<NetApi> openOverlapping(int version, int vdevs[2]) {
+  auto net = loadNet(CONFLUX_PLUGIN_PATH, version);
+  PT_CHECK(net->init(countingLogger) == 0);
+  int physical = 0;
+  PT_CHECK(net->devices(&physical) == 0 && physical >= 3, "%d devices (the test needs three)", physical);
+  abi::VProps a{2, {0, 1}}, b{2, {2, 1}};
+  PT_CHECK(net->makeVDevice(&vdevs[0], &a) == 0 && net->makeVDevice(&vdevs[1], &b) == 0);
+  return net;
+}
+
+void overlapReceiver(int version, Channel& ch) {
+  int vdevs[2];
+  auto net = openOverlapping(version, vdevs);
+  uint8_t handles[2][abi::kHandleBytes];
+  void* lcs[2] = {nullptr, nullptr};
+  void* comms[2] = {nullptr, nullptr};
+  for (int d = 0; d < 2; ++d) PT_CHECK(net->listen(vdevs[d], handles[d], &lcs[d]) == 0);
+  ch.send(handles, sizeof handles);
+  for (int d = 0; d < 2; ++d) {
+    const auto until = Clock::now() + kPollLimit;
+    while (comms[d] == nullptr) {
+      PT_CHECK(net->accept(lcs[d], &comms[d]) == 0);
+      PT_CHECK(comms[d] != nullptr || Clock::now() < until, "accept did not finish within 30 s");
+    }
+  }
+  std::vector<uint8_t> buf(2 * kOverlapBytes);
+  void* mhs[2] = {nullptr, nullptr};
+  for (int d = 0; d < 2; ++d) {
+    PT_CHECK(net->regMr(comms[d], buf.data() + size_t(d) * kOverlapBytes, kOverlapBytes, abi::kPtrHost, &mhs[d]) == 0);
+  }
+  for (int round = 0; round < kOverlapRounds; ++round) {
+    void* rs[2];
+    for (int d = 0; d < 2; ++d) rs[d] = recvOne(*net, comms[d], buf.data() + size_t(d) * kOverlapBytes, kOverlapBytes, 5, mhs[d]);
+    ch.barrier();
+    for (int d = 0; d < 2; ++d) {
+      int got = -1;
+      waitDone(*net, rs[d], &got);
+      PT_CHECK(size_t(got) == overlapSize(d), "virtual device %d: %d bytes", d, got);
+      verify(buf.data() + size_t(d) * kOverlapBytes, overlapSize(d), 600 + size_t(round * 2 + d), "overlapping");
+    }
+  }
+  ch.barrier();
+  for (int d = 0; d < 2; ++d) {
+    PT_CHECK(net->deregMr(comms[d], mhs[d]) == 0 && net->closeRecv(comms[d]) == 0 && net->closeListen(lcs[d]) == 0);
+  }
+  PT_CHECK(net->finalize() == 0);
+  PT_CHECK(warnings == 0, "%d warnings logged", warnings.load());
+}
+
+void overlapSender(int version, Channel& ch) {
+  int vdevs[2];
+  auto net = openOverlapping(version, vdevs);
+  uint8_t handles[2][abi::kHandleBytes];
+  ch.recv(handles, sizeof handles);
+  void* comms[2] = {nullptr, nullptr};
+  for (int d = 0; d < 2; ++d) {
+    const auto until = Clock::now() + kPollLimit;
+    while (comms[d] == nullptr) {
+      PT_CHECK(net->connect(vdevs[d], handles[d], &comms[d]) == 0);
+      PT_CHECK(comms[d] != nullptr || Clock::now() < until, "connect did not finish within 30 s");
+    }
+  }
+  std::vector<uint8_t> buf(2 * kOverlapBytes);
+  void* mhs[2] = {nullptr, nullptr};
+  for (int d = 0; d < 2; ++d) {
+    PT_CHECK(net->regMr(comms[d], buf.data() + size_t(d) * kOverlapBytes, kOverlapBytes, abi::kPtrHost, &mhs[d]) == 0);
+  }
+  for (int round = 0; round < kOverlapRounds; ++round) {
+    for (int d = 0; d < 2; ++d) fillPattern(buf.data() + size_t(d) * kOverlapBytes, overlapSize(d), 600 + size_t(round * 2 + d));
+    ch.barrier();
+    void* ss[2];
+    for (int d = 0; d < 2; ++d) ss[d] = sendOne(*net, comms[d], buf.data() + size_t(d) * kOverlapBytes, overlapSize(d), 5, mhs[d]);
+    for (int d = 0; d < 2; ++d) waitDone(*net, ss[d], nullptr);
+  }
+  ch.barrier();
+  for (int d = 0; d < 2; ++d) PT_CHECK(net->deregMr(comms[d], mhs[d]) == 0 && net->closeSend(comms[d]) == 0);
+  PT_CHECK(net->finalize() == 0);
   PT_CHECK(warnings == 0, "%d warnings logged", warnings.load());
 }
 
@@ -341,6 +485,14 @@ TEST_P(Stripes, OffOnLoopback) {
   ::setenv("CONFLUX_OFI_DOMAINS", "lo,lo", 1);
   ::setenv("CONFLUX_PLUGIN_STRIPE_BYTES", "0", 1);
   EXPECT_EQ(run(), "");
+}
+
+// Virtual devices {0,1} and {2,1} over three loopback devices, one connection each.
+TEST_P(Stripes, OverlappingVirtualDevicesOnLoopback) {
+  ::setenv("CONFLUX_OFI_DOMAINS", "lo,lo,lo", 1);
+  const int version = GetParam();
+  EXPECT_EQ(runPair([&](Channel& ch) { overlapReceiver(version, ch); }, [&](Channel& ch) { overlapSender(version, ch); }),
+            "");
 }
 
 // Between two simulated nodes with two rails each, set up by tests/netns/test_plugin_netns.py.
