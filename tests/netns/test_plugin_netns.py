@@ -28,11 +28,12 @@ import netns_cluster as nc  # noqa: E402
 from netns_bench import skipped  # noqa: E402
 
 MESSAGE = 4 << 20
-# What one run of PluginNet/Stripes sends striped with the default threshold (128 KiB): the sizes
-# 128K, 128K+1, 1M+7, 4M and 16M, sixteen 1 MiB messages, sixteen of 1 MiB - k into one buffer, 512K and
-# 256K+3 grouped (the one too large for its receive is cut there, so it is left out).
+# What one run of PluginNet/Stripes.AcrossNamespaces sends striped with the default threshold (128 KiB):
+# the sizes 128K, 128K+1, 1M+7, 4M and 16M; sixteen 1 MiB messages; sixteen of 1 MiB - k into one buffer;
+# 512K and 256K+3 grouped; 16M, 256K and 1M+5 sent before their receives; 512K after a failed receive.
+# The message too large for its receive is cut there, so it is left out.
 STRIPED = ((128 << 10) * 2 + 1 + (1 << 20) + 7 + (4 << 20) + (16 << 20) + 16 * (1 << 20) + 16 * (1 << 20) - 120
-           + (512 << 10) + (256 << 10) + 3)
+           + (512 << 10) + (256 << 10) + 3 + (16 << 20) + (256 << 10) + (1 << 20) + 5 + (512 << 10))
 
 
 def run_part(c, binary, gtest_filter, domains, expected):
