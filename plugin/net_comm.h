@@ -32,6 +32,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -49,12 +50,15 @@ struct RecvComm;
 /// Per-NCCL-communicator state (v11 init/finalize; older versions use one per process and ABI version).
 class Context {
  public:
-  /// Receive comms of this context, so that a thread waiting on any comm posts the stripes of messages
-  /// whose headers arrived for others (net_data.cc): a send may wait for its peer's stripes to be posted.
+  /// Striping receive comms of this context, so that a thread waiting on any comm posts the stripes of
+  /// messages whose headers arrived for others (net_data.cc): a send may wait for its peer's stripes to be
+  /// posted. Comms that do not stripe are not registered (add and remove ignore them), so a context
+  /// without any costs progress one atomic load.
   void addRecvComm(RecvComm* c);
   void removeRecvComm(RecvComm* c);
   template <class F>
   void forEachRecvComm(F&& f) {
+    if (stripingComms_.load(std::memory_order_acquire) == 0) return;
     std::lock_guard<std::mutex> lock(commsMutex_);
     for (RecvComm* c : recvComms_) f(*c);
   }
@@ -74,6 +78,7 @@ class Context {
   std::map<std::string, int> railCounters_;  ///< by device index and listener address
   std::mutex commsMutex_;  ///< taken under a comm's dataMutex (never the other way), and for removals
   std::vector<RecvComm*> recvComms_;
+  std::atomic<size_t> stripingComms_{0};  ///< recvComms_.size(), read without the lock
 };
 
 /// The 128-byte listen handle.
@@ -157,8 +162,7 @@ struct SendComm : Comm {
   bool connected = false;
   uint32_t id = 0;        ///< S
   uint32_t remoteId = 0;  ///< R, from ACCEPT
-  fi_addr_t peer = FI_ADDR_NOTAVAIL;     ///< the receive comm's data endpoint (on ep)
-  std::vector<fi_addr_t> peers;          ///< the receive comm's data endpoint per rail (peers[0] == peer)
+  std::vector<fi_addr_t> peers;          ///< the receive comm's data endpoint per rail
   fi_addr_t listener = FI_ADDR_NOTAVAIL;  ///< the listen comm's endpoint (on ctl)
   uint32_t listenId = 0;
   ConnectMessage hello{};

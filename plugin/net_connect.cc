@@ -97,13 +97,17 @@ std::shared_ptr<Endpoint> Context::endpoint(int dev) {
 }
 
 void Context::addRecvComm(RecvComm* c) {
+  if (!c->striping) return;
   std::lock_guard<std::mutex> lock(commsMutex_);
   recvComms_.push_back(c);
+  stripingComms_.store(recvComms_.size(), std::memory_order_release);
 }
 
 void Context::removeRecvComm(RecvComm* c) {
+  if (!c->striping) return;
   std::lock_guard<std::mutex> lock(commsMutex_);
   recvComms_.erase(std::remove(recvComms_.begin(), recvComms_.end(), c), recvComms_.end());
+  stripingComms_.store(recvComms_.size(), std::memory_order_release);
 }
 
 int Context::nextRail(int dev, const uint8_t* peer, size_t peerBytes, int members) {
@@ -211,7 +215,6 @@ SendComm* connect(Context& ctx, int dev, void* handle) {
     std::lock_guard<std::mutex> lock(c->rails[j]->mutex);
     c->peers.push_back(c->rails[j]->peer(c->reply.data.address[m], c->reply.data.bytes[m]));
   }
-  c->peer = c->peers[0];
   c->stripeBytes = uint64_t(std::max<int64_t>(0, config::getInt(config::Var::PLUGIN_STRIPE_BYTES)));
   c->remoteId = c->reply.recvCommId;
   c->connected = true;
