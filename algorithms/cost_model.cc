@@ -288,6 +288,20 @@ std::string describeCandidates(const std::vector<CostedAlgo>& ranked, size_t lim
   return s;
 }
 
+std::string formatCostText(const CostParams& params) {
+  char buf[512];
+  // %.17g: the numbers read back to within a rounding (the file's units differ), so a prediction from the
+  // file is the communicator's.
+  std::snprintf(buf, sizeof buf,
+                "# cost model parameters (source: %s; chunk %llu bytes)\n"
+                "intra_alpha_us=%.17g\nintra_gbytes_per_s=%.17g\ninter_alpha_us=%.17g\ninter_gbytes_per_s=%.17g\n"
+                "reduce_gbytes_per_s=%.17g\nnics_per_node=%d\n",
+                params.source.c_str(), static_cast<unsigned long long>(params.chunkBytes), params.intra.alpha * 1e6,
+                params.intra.bandwidth / 1e9, params.inter.alpha * 1e6, params.inter.bandwidth / 1e9,
+                params.reduceRate / 1e9, params.nicsPerNode);
+  return buf;
+}
+
 void loadCostFile(const std::string& path, CostParams& params) {
   std::ifstream in(path);
   if (!in) throw Error(Code::InvalidArgument, "CONFLUX_COST_FILE: cannot read '" + path + "'");

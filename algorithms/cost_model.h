@@ -68,6 +68,10 @@ std::string describeCandidates(const std::vector<CostedAlgo>& ranked, size_t lim
 /// reduce_gbytes_per_s, nics_per_node; '#' comments) into `params`. Throws Error(InvalidArgument) naming
 /// the file, the line and the key on a bad line. Bandwidths are in GB/s (1e9 bytes per second).
 void loadCostFile(const std::string& path, CostParams& params);
+
+/// `params` as loadCostFile reads them back (to within a rounding): the six keys, after a '#' comment line
+/// naming the source and the pipelining chunk (which the file does not set). CONFLUX_COST_SAVE writes it.
+std::string formatCostText(const CostParams& params);
 /// loadCostFile's parser, reading `in` (`path` names it in errors and in params.source).
 void parseCostText(std::istream& in, const std::string& path, CostParams& params);
 

@@ -1,7 +1,9 @@
 #include "src/cost_probe.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -126,6 +128,19 @@ void measureLocal(CostParams& p) {
   if (reduceBest > 0) p.reduceRate = reduceBest;
 }
 
+/// CONFLUX_COST_SAVE: rank 0 writes the parameters in CONFLUX_COST_FILE's format. A file that cannot be
+/// written is a warning: the communicator works without it.
+void saveCostParams(const CostParams& p) {
+  const std::string path = config::getString(config::Var::COST_SAVE);
+  if (path.empty()) return;
+  const std::string text = formatCostText(p);
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  const bool ok = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if ((f != nullptr && std::fclose(f) != 0) || !ok) {
+    CFX_WARN(kTuning, "CONFLUX_COST_SAVE: cannot write '%s': %s", path.c_str(), std::strerror(errno));
+  }
+}
+
 std::mutex gCacheMutex;
 std::map<std::string, CostParams> gCache;  // probed parameters by node pair (host ids) and job
 
@@ -168,7 +183,11 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
     }
   }
   Shared first = fromRank0(allGather, pack(params, needProbe));
-  if (!first.needProbe) return unpack(first, chunkBytes);
+  if (!first.needProbe) {
+    const CostParams shared = unpack(first, chunkBytes);
+    if (rank == 0) saveCostParams(shared);
+    return shared;
+  }
 
   if (rank == 0 || rank == peer) {
     const auto [alpha, bandwidth] = pingPong(net, rank == 0 ? peer : 0, rank == 0, timeoutMs);
@@ -184,7 +203,9 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
                params.reduceRate / 1e9);
     }
   }
-  return unpack(fromRank0(allGather, pack(params, false)), chunkBytes);
+  const CostParams shared = unpack(fromRank0(allGather, pack(params, false)), chunkBytes);
+  if (rank == 0) saveCostParams(shared);
+  return shared;
 }
 
 }  // namespace conflux

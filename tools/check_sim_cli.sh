@@ -23,5 +23,23 @@ refuse "--intra-gbytes: '-3'" project --topo "$topo" --intra-gbytes -3
 refuse "unexpected argument 'extra'" project --topo "$topo" extra
 refuse "--topo FILE.json is required" project
 refuse "usage: conflux-sim project" simulate
+# predict: every candidate's time from a cost file, the selector's choice first; bad input names its flag.
+cost=$(mktemp)
+trap 'rm -f "$cost"' EXIT
+printf 'inter_alpha_us=12\ninter_gbytes_per_s=0.25\nnics_per_node=1\n' > "$cost"
+out=$("$sim" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --bytes 64K,256M --json 2>&1)
+rows=$(printf '%s\n' "$out" | grep -cE '^\{"bytes": [0-9]+, "choice": "[a-z_]+", "predicted_us": \{"[a-z_]+": [0-9.e+]+(, "[a-z_]+": [0-9.e+]+){5,}\}\}$')
+if [ "$rows" -ne 2 ]; then echo "FAIL: expected 2 prediction rows with every candidate, got $rows:"; echo "$out"; failed=1; fi
+if ! printf '%s\n' "$out" | grep -q '"bytes": 268435456, "choice": "hier"'; then
+  echo "FAIL: 256 MiB on 2 x 2 ranks over one slow link should choose hier:"; echo "$out"; failed=1
+fi
+refuse "--nodes: '0'" predict --cost-file "$cost" --nodes 0 --ranks-per-node 2
+refuse "--bytes: '1M,x'" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --bytes 1M,x
+refuse "predict needs --cost-file" predict --nodes 2 --ranks-per-node 2
+refuse "unknown flag --frob" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --frob
+msg=$("$sim" predict --cost-file "$cost.missing" --nodes 2 --ranks-per-node 2 2>&1); rc=$?
+if [ $rc -ne 1 ] || ! printf '%s' "$msg" | grep -qF "$cost.missing"; then
+  echo "FAIL: a missing cost file -> exit $rc, wanted 1 and its name in: $msg"; failed=1
+fi
 [ $failed -eq 0 ] && echo "conflux-sim command line: ok"
 exit $failed

@@ -1,4 +1,5 @@
-// conflux-sim: scale projections from the cost model (algorithms/cost_model.h) on topology fixtures.
+// conflux-sim: scale projections from the cost model (algorithms/cost_model.h) on topology fixtures, and
+// (`predict`, tools/sim_predict.cc) every algorithm's time from a communicator's saved parameters.
 //
 //   conflux-sim project --topo FILE.json [--nodes 1,2,4,...] [--bytes 1G] [--markdown]
 //                       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]
@@ -27,6 +28,7 @@
 #include "core/error.h"
 #include "core/topology/nic_assignment.h"
 #include "core/topology/topology_json.h"
+#include "tools/sim_predict.h"
 
 namespace {
 
@@ -52,7 +54,9 @@ constexpr char kUsage[] =
     "usage: conflux-sim project --topo FILE.json [--nodes 1,2,4] [--bytes 1G] [--markdown]\n"
     "       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]\n"
     "       [--inter-gbytes G (per NIC)] [--ranks-per-node L] [--chunk 4M] [--time (us, not busbw)]\n"
-    "       [--coll allreduce|allgather|reducescatter|broadcast]\n";
+    "       [--coll allreduce|allgather|reducescatter|broadcast]\n"
+    "       conflux-sim predict --cost-file FILE --nodes N --ranks-per-node L [--bytes 64K,1M,256M]\n"
+    "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk 1M] [--json]\n";
 
 [[noreturn]] void usage() {
   std::fputs(kUsage, stderr);
@@ -106,6 +110,7 @@ const option kOptions[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "predict") == 0) return simPredict(argc - 1, argv + 1);
   if (argc < 2 || std::strcmp(argv[1], "project") != 0) usage();
   std::string topoFile;
   std::string collName = "allreduce";

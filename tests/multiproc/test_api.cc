@@ -10,7 +10,9 @@
 #include <cstring>
 #include <unistd.h>
 #include <limits>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conflux/conflux.hpp"
@@ -446,6 +448,61 @@ TEST(Api, ForcedEagerAndExplanationsWithPredictedTimes) {
     return 0;
   }, opts);
   EXPECT_TRUE(allSucceeded(out));
+}
+
+// CONFLUX_COST_SAVE: rank 0 of a communicator across (simulated) nodes writes the parameters it selects
+// with, in CONFLUX_COST_FILE's format; read back through CONFLUX_COST_FILE by the next communicator, they
+// are the same numbers (to a rounding: the file's units are not the model's).
+TEST(Api, CostSaveWritesParametersThatReadBackExactly) {
+  const std::string dir = ::testing::TempDir();
+  const std::string probed = dir + "/conflux-cost-probed-" + std::to_string(getpid()) + ".txt";
+  const std::string reread = dir + "/conflux-cost-reread-" + std::to_string(getpid()) + ".txt";
+  auto out = runRanks(4, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    simulateNode(rank / 2);
+    setenv("CONFLUX_COST_SAVE", probed.c_str(), 1);
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  });
+  ASSERT_TRUE(allSucceeded(out));
+  const std::string first = readFile(probed);
+  EXPECT_NE(first.find("# cost model parameters (source: probe; chunk "), std::string::npos) << first;
+  for (const char* key : {"\nintra_alpha_us=", "\nintra_gbytes_per_s=", "\ninter_alpha_us=", "\ninter_gbytes_per_s=",
+                          "\nreduce_gbytes_per_s=", "\nnics_per_node=1\n"}) {
+    EXPECT_NE(first.find(key), std::string::npos) << key << " in " << first;
+  }
+  out = runRanks(4, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    simulateNode(rank / 2);
+    setenv("CONFLUX_COST_FILE", probed.c_str(), 1);
+    setenv("CONFLUX_COST_SAVE", reread.c_str(), 1);
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  });
+  ASSERT_TRUE(allSucceeded(out));
+  const std::string second = readFile(reread);
+  EXPECT_NE(second.find("(source: " + probed + ";"), std::string::npos) << second;
+  const auto values = [](const std::string& text) {  // key=value lines as numbers, comments left out
+    std::vector<std::pair<std::string, double>> kv;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] == '#') continue;
+      const size_t eq = line.find('=');
+      kv.emplace_back(line.substr(0, eq), std::stod(line.substr(eq + 1)));
+    }
+    return kv;
+  };
+  const auto a = values(first), b = values(second);
+  ASSERT_EQ(a.size(), 6u) << first;
+  ASSERT_EQ(b.size(), 6u) << second;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_DOUBLE_EQ(a[i].second, b[i].second) << a[i].first;
+  }
+  std::remove(probed.c_str());
+  std::remove(reread.c_str());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "algorithms/cost_model.h"
@@ -119,6 +120,27 @@ TEST(CostModel, CostFileParsesAndRejectsBadLines) {
   std::remove(path.c_str());
   CostParams q;
   EXPECT_THROW(loadCostFile(path, q), Error);  // missing file
+}
+
+// What CONFLUX_COST_SAVE writes reads back to the same numbers (to a rounding: the file's units differ).
+TEST(CostModel, FormattedParametersReadBackExactly) {
+  CostParams p;
+  p.intra = {2.9e-6 / 3, 7.123456789e9 / 7};
+  p.inter = {41.7e-6 / 3, 0.268e9 / 3};
+  p.reduceRate = 26.96e9 / 7;
+  p.nicsPerNode = 3;
+  p.source = "probe";
+  const std::string text = formatCostText(p);
+  EXPECT_EQ(text.rfind("# cost model parameters (source: probe; chunk ", 0), 0u) << text;
+  std::istringstream in(text);
+  CostParams q;
+  parseCostText(in, "saved", q);
+  EXPECT_DOUBLE_EQ(q.intra.alpha, p.intra.alpha);
+  EXPECT_DOUBLE_EQ(q.intra.bandwidth, p.intra.bandwidth);
+  EXPECT_DOUBLE_EQ(q.inter.alpha, p.inter.alpha);
+  EXPECT_DOUBLE_EQ(q.inter.bandwidth, p.inter.bandwidth);
+  EXPECT_DOUBLE_EQ(q.reduceRate, p.reduceRate);
+  EXPECT_EQ(q.nicsPerNode, 3);
 }
 
 TEST(Selector, AcrossNodesTakesTheCheapestCandidateAndNamesThem) {

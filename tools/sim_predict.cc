@@ -1,0 +1,147 @@
+// conflux-sim predict: every algorithm's predicted time for one communicator shape, from the parameters a
+// communicator saved (CONFLUX_COST_SAVE) or any CONFLUX_COST_FILE. The same functions the selector calls
+// (rankAlgorithms), so the choice printed is the one a communicator with those parameters makes across
+// nodes. tests/netns/netns_model_check.py sets every measured run beside these predictions.
+#include "tools/sim_predict.h"
+
+#include <getopt.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "algorithms/cost_model.h"
+#include "core/cli_numbers.h"
+#include "core/error.h"
+
+namespace conflux {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: conflux-sim predict --cost-file FILE --nodes N --ranks-per-node L [--bytes 64K,1M,256M]\n"
+    "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk 1M] [--json]\n";
+
+[[noreturn]] void refuse(const std::string& flag, const std::string& value, const char* takes) {
+  std::fprintf(stderr, "conflux-sim: %s: '%s' is not %s\n%s", flag.c_str(), value.c_str(), takes, kUsage);
+  std::exit(2);
+}
+
+std::vector<uint64_t> parseSizes(const std::string& flag, const std::string& s) {
+  std::vector<uint64_t> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    uint64_t v = 0;
+    if (!cli::parseSize(s.substr(pos, comma - pos), &v) || v == 0) refuse(flag, s, "a list of sizes > 0 such as 64K,1M");
+    out.push_back(v);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+enum Flag { kCostFile = 256, kNodes, kRanksPerNode, kBytes, kColl, kChunk, kJson, kHelp };
+const option kOptions[] = {
+    {"cost-file", required_argument, nullptr, kCostFile},
+    {"nodes", required_argument, nullptr, kNodes},
+    {"ranks-per-node", required_argument, nullptr, kRanksPerNode},
+    {"bytes", required_argument, nullptr, kBytes},
+    {"coll", required_argument, nullptr, kColl},
+    {"chunk", required_argument, nullptr, kChunk},
+    {"json", no_argument, nullptr, kJson},
+    {"help", no_argument, nullptr, kHelp},
+    {nullptr, 0, nullptr, 0},
+};
+
+}  // namespace
+
+int simPredict(int argc, char** argv) {
+  std::string costFile;
+  std::string collName = "allreduce";
+  int nodes = 0, ranksPerNode = 0;
+  std::vector<uint64_t> sizes = {uint64_t(1) << 20};
+  uint64_t chunkBytes = kPipelineChunkBytes;
+  bool json = false;
+  opterr = 0;
+  optind = 1;
+  for (;;) {
+    int index = -1;
+    const int c = getopt_long(argc, argv, "+:", kOptions, &index);
+    if (c == -1) break;
+    const std::string flag = index >= 0 ? std::string("--") + kOptions[index].name
+                                        : optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+    const std::string v = optarg != nullptr ? optarg : "";
+    switch (c) {
+      case kCostFile: costFile = v; break;
+      case kNodes:
+        if (!cli::parseInt(v, 1, 1 << 24, &nodes)) refuse(flag, v, "a number of nodes >= 1");
+        break;
+      case kRanksPerNode:
+        if (!cli::parseInt(v, 1, 1 << 16, &ranksPerNode)) refuse(flag, v, "a number of ranks >= 1");
+        break;
+      case kBytes: sizes = parseSizes(flag, v); break;
+      case kColl: collName = v; break;
+      case kChunk:
+        if (!cli::parseSize(v, &chunkBytes) || chunkBytes == 0) refuse(flag, v, "a size > 0 such as 1M");
+        break;
+      case kJson: json = true; break;
+      case kHelp: std::fputs(kUsage, stdout); return 0;
+      case ':':
+        std::fprintf(stderr, "conflux-sim: %s needs a value\n%s", flag.c_str(), kUsage);
+        return 2;
+      default:
+        std::fprintf(stderr, "conflux-sim: unknown flag %s\n%s", flag.c_str(), kUsage);
+        return 2;
+    }
+  }
+  if (optind < argc) {
+    std::fprintf(stderr, "conflux-sim: unexpected argument '%s'\n%s", argv[optind], kUsage);
+    return 2;
+  }
+  if (costFile.empty() || nodes == 0 || ranksPerNode == 0) {
+    std::fprintf(stderr, "conflux-sim: predict needs --cost-file, --nodes and --ranks-per-node\n%s", kUsage);
+    return 2;
+  }
+  Collective coll = Collective::AllReduce;
+  if (collName == "allgather") coll = Collective::AllGather;
+  else if (collName == "reducescatter") coll = Collective::ReduceScatter;
+  else if (collName == "broadcast") coll = Collective::Broadcast;
+  else if (collName != "allreduce") refuse("--coll", collName, "allreduce, allgather, reducescatter or broadcast");
+
+  CostParams p;
+  try {
+    loadCostFile(costFile, p);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "conflux-sim: %s\n", e.what());
+    return 1;
+  }
+  p.chunkBytes = chunkBytes;
+  CostShape shape;
+  shape.nodes = nodes;
+  shape.ranksPerNode = ranksPerNode;
+  shape.nranks = nodes * ranksPerNode;
+  if (!json) {
+    std::printf("# %s on %d nodes x %d ranks, parameters from %s (NICs per node: %d); predicted microseconds\n",
+                collName.c_str(), nodes, ranksPerNode, costFile.c_str(), p.nicsPerNode);
+  }
+  for (uint64_t bytes : sizes) {
+    const std::vector<CostedAlgo> ranked = rankAlgorithms(coll, bytes, shape, p);
+    if (json) {
+      std::printf("{\"bytes\": %llu, \"choice\": \"%s\", \"predicted_us\": {", static_cast<unsigned long long>(bytes),
+                  ranked.empty() ? "" : std::string(algoName(ranked[0].algo)).c_str());
+      for (size_t i = 0; i < ranked.size(); ++i) {
+        std::printf("%s\"%s\": %.6g", i ? ", " : "", std::string(algoName(ranked[i].algo)).c_str(), ranked[i].seconds * 1e6);
+      }
+      std::printf("}}\n");
+    } else {
+      std::printf("%12llu  %-12s", static_cast<unsigned long long>(bytes),
+                  ranked.empty() ? "-" : std::string(algoName(ranked[0].algo)).c_str());
+      for (const CostedAlgo& c : ranked) std::printf(" %s=%.1f", std::string(algoName(c.algo)).c_str(), c.seconds * 1e6);
+      std::printf("\n");
+    }
+  }
+  return 0;
+}
+
+}  // namespace conflux
