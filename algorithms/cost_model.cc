@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "algorithms/schedule.h"
 #include "core/error.h"
@@ -65,33 +66,80 @@ struct Model {
   }
 
   // ---- recursive halving/doubling (rec_halving_doubling.cc): halving from distance P/2 down to 1
-  /// Time of the halving (or doubling) steps; distance-m exchanges cross nodes when m >= L, all local
-  /// ranks at once.
+  /// The real rank behind new rank nr once the E = n - P extra ranks folded (odd r < 2E stand for their
+  /// pair, the others move down by E).
+  int rhdReal(int nr, int E) const { return nr < E ? 2 * nr + 1 : nr + E; }
+  /// The most ranks of one node that cross to another node at once in the exchange between new ranks
+  /// nr and nr ^ mask (0: every pair is inside a node). After a fold, new-rank distances no longer tell:
+  /// on 3 nodes of 1 rank, new ranks 0 and 1 are ranks 1 and 2, on two nodes.
+  int rhdCrossing(int mask, int P, int E) const {
+    const int L = std::max(1, sh.ranksPerNode);
+    std::vector<int> perNode(size_t(sh.nranks / L + 1), 0);
+    int most = 0;
+    for (int nr = 0; nr < P; ++nr) {
+      const int a = rhdReal(nr, E), b = rhdReal(nr ^ mask, E);
+      if (a / L != b / L) most = std::max(most, ++perNode[size_t(a / L)]);
+    }
+    return most;
+  }
+  /// Time of the halving (or doubling) steps, each costed by the busiest node's crossing ranks.
   double rhdSteps(bool reducing) const {
-    const int P = sched::largestPowerOfTwo(sh.nranks);
+    const int P = sched::largestPowerOfTwo(sh.nranks), E = sh.nranks - P;
     double t = 0;
     for (int m = P / 2; m >= 1; m /= 2) {
       const double b = S * m / P;
-      const bool crosses = multiNode() && m >= sh.ranksPerNode;
-      t += crosses ? inter(b, sh.ranksPerNode) : intra(b);
+      const int k = multiNode() ? rhdCrossing(m, P, E) : 0;
+      t += k > 0 ? inter(b, k) : intra(b);
       if (reducing) t += reduce(b);
     }
     return t;
   }
+  /// One fold (in or out): even r < 2E and r + 1 exchange the whole vector; across nodes when the pair
+  /// straddles a node boundary (always with one rank per node).
   double rhdFold() const {
-    return sched::largestPowerOfTwo(sh.nranks) == sh.nranks ? 0.0 : intra(S);  // pairs r, r+1 are neighbours: usually one node
+    const int P = sched::largestPowerOfTwo(sh.nranks), E = sh.nranks - P, L = std::max(1, sh.ranksPerNode);
+    if (E == 0) return 0.0;
+    std::vector<int> perNode(size_t(sh.nranks / L + 1), 0);
+    int most = 0;
+    for (int r = 0; r < 2 * E; r += 2) {
+      if (multiNode() && r / L != (r + 1) / L) most = std::max(most, ++perNode[size_t(r / L)]);
+    }
+    return most > 0 ? inter(S, most) : intra(S);
   }
   double rhdAllReduce() const { return 2 * rhdFold() + reduce(rhdFold() > 0 ? S : 0) + rhdSteps(true) + rhdSteps(false); }
   double rhdReduceScatter() const { return rhdFold() + rhdSteps(true); }
   double rhdAllGather() const { return rhdFold() + rhdSteps(false); }
 
-  // ---- binomial tree (tree.cc), pipelined: in a round the root feeds up to ceil(log2 n) children
+  // ---- binomial tree (tree.cc), pipelined: in a round every step is active, each on its own chunk
   int depth() const { return int(std::ceil(std::log2(std::max(1, sh.nranks)))); }
+  /// Chunks that leave the busiest node (or, with a NIC per rank, the busiest rank) for another node in
+  /// one round of the pipelined broadcast (the reduce's arrivals mirror them). Step k sends v -> v + 2^k
+  /// from every v < 2^k, so every rank of the root's node that already has data sends across in each
+  /// crossing step: on 2 nodes x 2 ranks both ranks of node 0 cross in step 1, two chunks per round on
+  /// its link (measured in namespaces: twice the time of one).
+  double treeCrossingLoad() const {
+    const int n = sh.nranks, L = std::max(1, sh.ranksPerNode), R = std::max(1, p.nicsPerNode);
+    double worst = 0;
+    for (int node = 0; node * L < n; ++node) {
+      int nodeSends = 0, rankMost = 0;
+      for (int v = node * L; v < std::min(n, (node + 1) * L); ++v) {
+        int sends = 0;
+        for (int k = 0; (1 << k) < n; ++k) {
+          if (v < (1 << k) && v + (1 << k) < n && (v + (1 << k)) / L != v / L) ++sends;
+        }
+        nodeSends += sends;
+        rankMost = std::max(rankMost, sends);
+      }
+      worst = std::max(worst, R >= L ? rankMost * double(L) / R : std::ceil(double(nodeSends) / R));
+    }
+    return worst;
+  }
   double treeRound(double c) const {
     const int d = depth();
     const int local = std::min(d, int(std::ceil(std::log2(std::max(1, sh.ranksPerNode)))));
     const double in = local > 0 ? p.intra.alpha + c * local / p.intra.bandwidth : 0;
-    const double out = multiNode() ? p.inter.alpha + c * (d - local) * share(1) / p.inter.bandwidth : 0;
+    const double load = multiNode() ? treeCrossingLoad() : 0;
+    const double out = load > 0 ? p.inter.alpha * std::max(1.0, load) + c * load / p.inter.bandwidth : 0;
     return std::max({in, out, p.intra.alpha});
   }
   /// A chunk's trip through the levels: level k (distance 2^k) crosses nodes when 2^k >= L.
@@ -118,14 +166,34 @@ struct Model {
   double treeAllReduce() const { return treeReduce() + treeBroadcast(); }
 
   // ---- double binary tree (double_binary_tree.cc): each tree carries half; a rank is inner in one tree
+  /// Pipelined in chunks of each half: in a round every rank sends one chunk to each tree neighbour it
+  /// feeds (double_binary_tree.cc's dbtreeFacts), so the busiest node's link carries that many chunks
+  /// per round (on 2 nodes x 2 ranks, four). The fill rounds (up to the roots and back) carry single
+  /// chunks that the ranks pass on as they arrive: they cost a latency each, not a round of bandwidth
+  /// (measured on 2 x 2 ranks at 1 MiB, one chunk per half: 8.7 ms, where charging full rounds said 39).
   double dbtreeAllReduce() const {
+    const int n = sh.nranks, L = std::max(1, sh.ranksPerNode), R = std::max(1, p.nicsPerNode);
+    const sched::DbtreeFacts f = sched::dbtreeFacts(n);
+    double netLoad = 0;
+    size_t localMost = 0;
+    for (int node = 0; node * L < n; ++node) {
+      size_t nodeCross = 0, rankCross = 0;
+      for (int v = node * L; v < std::min(n, (node + 1) * L); ++v) {
+        size_t cross = 0;
+        for (int to : f.sendsTo[size_t(v)]) cross += (multiNode() && to / L != v / L) ? 1 : 0;
+        nodeCross += cross;
+        rankCross = std::max(rankCross, cross);
+        localMost = std::max(localMost, f.sendsTo[size_t(v)].size() - cross);
+      }
+      netLoad = std::max(netLoad, R >= L ? double(rankCross) * L / R : std::ceil(double(nodeCross) / R));
+    }
     const double half = S / 2;
     const double c = std::min(half, chunk());
     const double chunks = std::max(1.0, std::ceil(half / chunk()));
-    // Per round a rank exchanges about two chunks (one per tree) with parent and children.
-    const double round = multiNode() ? std::max(p.intra.alpha + 2 * c / p.intra.bandwidth, inter(2 * c, 1))
-                                     : p.intra.alpha + 2 * c / p.intra.bandwidth;
-    return 2 * (chunks + 2 * depth()) * round + reduce(S);
+    const double local = p.intra.alpha + c * double(localMost) / p.intra.bandwidth;
+    const double net = netLoad > 0 ? p.inter.alpha * netLoad + c * netLoad / p.inter.bandwidth : 0;
+    const double fillAlpha = multiNode() ? p.inter.alpha : p.intra.alpha;
+    return chunks * std::max(local, net) + (f.fillRounds - 1) * fillAlpha + reduce(S);
   }
   double dbtreeRooted() const { return dbtreeAllReduce() / 2; }
 
@@ -162,12 +230,17 @@ struct Model {
     return hierarchical(rounds, bytes, false);
   }
 
-  /// Phase B by the double binary tree: per segment its shard (one chunk) goes up and down two trees of
-  /// depth d = ceil(log2 N), 2(1 + 2d) rounds; a rank sends its shard about twice (up, then to children).
+  /// Phase B by the double binary tree between the N nodes (double_binary_tree.cc): per segment its
+  /// shard goes up and down both trees, one half each, in the pipeline's fill rounds; a node sends a half
+  /// shard to each tree neighbour it feeds (its parent going up, its children coming down). On 2 nodes
+  /// that is one shard per node, as much as the ring (measured: the same time as hier); the old count of
+  /// two shards held from 4 nodes on.
   double hierDbtreeAllReduce() const {
     const int N = sh.nodes, L = sh.ranksPerNode;
-    const double d = std::ceil(std::log2(double(N)));
-    return hierarchical(2.0 * (1 + 2 * d), 2.0 * S / L, false);
+    const sched::DbtreeFacts f = sched::dbtreeFacts(N);
+    size_t most = 0;
+    for (const auto& to : f.sendsTo) most = std::max(most, to.size());
+    return hierarchical(double(f.fillRounds), double(most) / 2 * S / L, false);
   }
 
   // ---- hierarchical all-gather, reduce-scatter, broadcast (hierarchical_collectives.cc): phases in turn.

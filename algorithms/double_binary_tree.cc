@@ -19,6 +19,7 @@
 // All-reduce: both trees over all n ranks; up, Finalize at the tree root in round c + R(root), down
 //   starting at F = R(root) + 1. Broadcast/Reduce (any root): the two trees span the n-1 other ranks;
 //   the root feeds (or drains) both tree roots directly, half 0 through tree 0 and half 1 through tree 1.
+#include <algorithm>
 #include <array>
 #include <utility>
 #include <vector>
@@ -217,6 +218,25 @@ void rooted(Ctx& x, int n, int r, int root, bool down) {
 }
 
 }  // namespace
+
+DbtreeFacts dbtreeFacts(int m) {
+  DbtreeFacts f;
+  f.sendsTo.assign(static_cast<size_t>(std::max(0, m)), {});
+  if (m < 2) return f;
+  for (int variant = 0; variant < 2; ++variant) {
+    const Tree t = makeTree(m, variant);
+    int maxDepth = 0;
+    for (int d : t.depth) maxDepth = std::max(maxDepth, d);
+    f.fillRounds = std::max(f.fillRounds, t.readyAt[t.root] + maxDepth + 2);  // allReduce's last round, less the chunks
+    for (int i = 0; i < m; ++i) {
+      if (t.parent[i] >= 0) f.sendsTo[i].push_back(t.parent[i]);
+      for (int c : t.child[i]) {
+        if (c >= 0) f.sendsTo[i].push_back(c);
+      }
+    }
+  }
+  return f;
+}
 
 Plan buildDoubleBinaryTree(const PlanParams& p) {
   PlanBuilder b("dbtree");

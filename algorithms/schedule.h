@@ -74,6 +74,15 @@ inline void singleRank(PlanBuilder& b, const PlanParams& p) {
 /// Throws Error(InvalidArgument) "<algo> does not support <collective>".
 [[noreturn]] void unsupported(const std::string& algo, Collective c);
 
+/// The double binary tree over m members (double_binary_tree.cc), for the cost model: whom each member
+/// sends a chunk to in one round of the pipelined all-reduce (its parents and children in both trees),
+/// and how many rounds one chunk takes from the leaves to the roots and back down (the pipeline's fill).
+struct DbtreeFacts {
+  std::vector<std::vector<int>> sendsTo;
+  int fillRounds = 0;
+};
+DbtreeFacts dbtreeFacts(int m);
+
 // Per-algorithm entry points; each switches on p.coll and calls unsupported() for the others.
 Plan buildRing(const PlanParams& p);
 Plan buildRecHalvingDoubling(const PlanParams& p);

@@ -271,14 +271,26 @@ TEST(PlanCost, AgreesWithTheFormulasOfLockstepSchedules) {
   }
 }
 
-// Where a formula's assumption does not hold the plans tell: rhd's formula has only its distances >= L
-// cross nodes, but with 3 ranks per node the distance-1 and distance-2 exchanges cross too.
-TEST(PlanCost, SeesCrossingsTheRhdFormulaLeavesOut) {
+// rhd's formula finds its crossings from the real ranks behind each exchange: with 3 ranks per node the
+// distance-1 and distance-2 exchanges cross too, and after a fold (rank counts that are not powers of
+// two) new-rank distances say nothing (on 3 nodes of 1 rank the fold itself crosses). An earlier formula
+// took distances >= L as the crossings and was 1.3x or more below these plans (netns: 2x on 3 x 1).
+TEST(PlanCost, RhdFormulaSeesTheCrossingsOfItsPlans) {
   const CostParams params = rateLimitedLink();
+  // Where a fold pair straddles a node boundary of 3-rank nodes (2 x 3, 4 x 3) the plans' rounds come
+  // out 13-18% below the formula at 64 MiB; netns_model_check.py measures those shapes.
+  for (auto [nodes, per] : {std::pair{3, 3}, {3, 1}, {5, 2}}) {
+    for (uint64_t bytes : {uint64_t{1} << 20, uint64_t{64} << 20}) {
+      const PlanParams p = blockLayoutParams(nodes, per, bytes);
+      const CostShape shape{p.nranks, nodes, per, true};
+      const double formula = predictSeconds(Algo::RecHalvingDoubling, Collective::AllReduce, bytes, shape, params);
+      const double plan = planSeconds(Algo::RecHalvingDoubling, p, params);
+      EXPECT_NEAR(plan / formula, 1.0, 0.1) << nodes << "x" << per << ", " << bytes << " bytes: plan " << plan * 1e6
+                                            << " us, formula " << formula * 1e6;
+    }
+  }
+  // The hierarchical plans keep every crossing between ranks of equal local index: they agree too.
   const PlanParams p = blockLayoutParams(3, 3, 1 << 20);
-  const double formula = predictSeconds(Algo::RecHalvingDoubling, Collective::AllReduce, 1 << 20, CostShape{9, 3, 3, true}, params);
-  EXPECT_GT(planSeconds(Algo::RecHalvingDoubling, p, params), 1.3 * formula);
-  // The hierarchical plans keep every crossing between ranks of equal local index: they still agree.
   const double hier = predictSeconds(Algo::Hierarchical, Collective::AllReduce, 1 << 20, CostShape{9, 3, 3, true}, params);
   EXPECT_NEAR(planSeconds(Algo::Hierarchical, p, params) / hier, 1.0, 0.1);
 }
