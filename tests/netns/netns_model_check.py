@@ -2,7 +2,7 @@
 """The cost model against measured all-reduce times across simulated nodes, in one run (docs/cost-model.md).
 
   netns_model_check.py --build BUILD_DIR [--configs default|quick|CONFIG,...] [--repeats 2]
-                       [--min 64K] [--max 256M] [--slow-factor 3] [--markdown FILE] [--json FILE] [--plot FILE.png]
+                       [--min 64K] [--max 256M] [--slow-factor 2] [--markdown FILE] [--json FILE] [--plot FILE.png]
 
 A CONFIG is NODESxRANKS/RAILS/RATE: 3x2/per-rank/1gbit is 3 nodes of 2 ranks, one link per local rank,
 each limited to 1 Gbit/s by tc tbf (RAILS 1: one link per node that all its ranks share). The default
@@ -12,14 +12,14 @@ For each configuration one cluster is made (netns_cluster.py); then, --repeats t
 rotates between repeats, conflux-perf all-reduce (out of place, float32 sum, every rank pinned to core
 (local rank + node) % cores) runs once per algorithm the selector can choose there (CONFLUX_ALGO=allreduce=NAME); its
 out-of-place and in-place times are both samples (the model does not tell them apart), and the first
-repetition checks the results. Every
+repetition checks the results below 64 MiB. Every
 run probes the network as a real job does and saves the parameters it selected with (CONFLUX_COST_SAVE);
 `conflux-sim predict` turns each run's parameters into that run's predictions, with the selector's own
 ranking. So each measured time has the prediction the selector had in that job beside it.
 
 An algorithm that the model puts above --slow-factor times the best prediction at a size of 64 MiB or
 more is measured there in the first repetition only (the slow tail of the binomial tree would otherwise
-take most of the run); its error still counts.
+take most of the run), and so is every algorithm at 256 MiB; their errors still count.
 
 Targets (issue 19), over sizes >= 1 MiB: median absolute error <= 15% and none worse than 35%; at every
 size the selector's choice (its choice in most runs) measured within 10% of the best measured algorithm.
@@ -43,10 +43,12 @@ from netns_bench import human, parse_size, skipped, tool  # noqa: E402
 
 # 2, 3 and 4 nodes; 1, 2 and 3 ranks per node; one shared link or one link per rank; two rates. Every
 # node count meets every rank count once (a Latin square); the layouts and rates alternate across it.
+# The rates keep the links the bottleneck: at 4 Gbit/s, 4 nodes x 3 ranks on this 2-core machine were
+# CPU-bound (hier 438 ms measured at 64 MiB, 170 predicted from the links).
 DEFAULT_CONFIGS = [
-    "2x1/1/1gbit", "3x1/1/4gbit", "4x1/1/1gbit",
-    "2x2/per-rank/4gbit", "3x2/1/1gbit", "4x2/per-rank/1gbit",
-    "2x3/1/4gbit", "3x3/per-rank/1gbit", "4x3/1/4gbit",
+    "2x1/1/1gbit", "3x1/1/2gbit", "4x1/1/1gbit",
+    "2x2/per-rank/2gbit", "3x2/1/1gbit", "4x2/per-rank/1gbit",
+    "2x3/1/2gbit", "3x3/per-rank/1gbit", "4x3/1/2gbit",
 ]
 QUICK_CONFIGS = ["2x2/1/2gbit"]
 
@@ -57,6 +59,7 @@ PIN = 'exec taskset -c $(((CONFLUX_LOCAL_RANK + NETNS_CLUSTER_NODE) %% %d)) "$@"
 
 ERROR_MEDIAN, ERROR_WORST, SELECTOR_SLACK, ERROR_FROM = 0.15, 0.35, 0.10, 1 << 20
 BIG_FROM = 64 << 20
+ONCE_FROM = 256 << 20  # every algorithm's first repetition only (two samples: out of place, in place)
 
 
 class Config:
@@ -92,6 +95,19 @@ def parts_of(sizes):
     return [(g[0], g[-1], iters, warm) for g, iters, warm in groups if g]
 
 
+def stretches(parts, keep):
+    """The runs of each part over its sizes that `keep` accepts, one per unbroken stretch (a run covers
+    every size from its first to its last)."""
+    for lo, hi, iters, warm in parts:
+        run = []
+        for s in sizes_between(lo, hi) + [None]:
+            if s is not None and keep(s):
+                run.append(s)
+            elif run:
+                yield run[0], run[-1], iters, warm, run
+                run = []
+
+
 class Checker:
     def __init__(self, a):
         self.a = a
@@ -108,20 +124,24 @@ class Checker:
 
     def predict(self, cfg, cost_file):
         """{size: (choice, {algo: us})} for this configuration from one run's saved parameters."""
-        chunk = "1M"
-        with open(cost_file) as f:
-            head = f.readline()
-        if "chunk " in head:
-            chunk = head.split("chunk ")[1].split()[0]
-        out = subprocess.run([self.sim, "predict", "--cost-file", cost_file, "--nodes", str(cfg.nodes),
-                              "--ranks-per-node", str(cfg.ranks), "--chunk", chunk, "--json",
-                              "--bytes", ",".join(str(s) for s in self.sizes)],
-                             capture_output=True, text=True, check=True).stdout
-        res = {}
-        for line in out.splitlines():
-            r = json.loads(line)
-            res[r["bytes"]] = (r["choice"], r["predicted_us"])
-        return res
+        try:
+            chunk = "1M"
+            with open(cost_file) as f:
+                head = f.readline()
+            if "; chunk " in head:
+                chunk = head.rsplit("; chunk ", 1)[1].split()[0]
+            out = subprocess.run([self.sim, "predict", "--cost-file", cost_file, "--nodes", str(cfg.nodes),
+                                  "--ranks-per-node", str(cfg.ranks), "--chunk", chunk, "--json",
+                                  "--bytes", ",".join(str(s) for s in self.sizes)],
+                                 capture_output=True, text=True, check=True).stdout
+            res = {}
+            for line in out.splitlines():
+                r = json.loads(line)
+                res[r["bytes"]] = (r["choice"], r["predicted_us"])
+            return res
+        except (OSError, ValueError, KeyError, subprocess.CalledProcessError) as e:
+            raise nc.HarnessError("%s: no prediction from %s: %s%s" % (cfg.text, cost_file, e,
+                                                                       getattr(e, "stderr", "") or ""))
 
     def candidates(self, cfg):
         """Every algorithm the model costs on this shape (the selector's candidates; parameters do not matter)."""
@@ -166,18 +186,19 @@ class Checker:
             parts = parts_of(self.sizes)
             for rep in range(self.a.repeats):
                 for algo in algos[rep % len(algos):] + algos[:rep % len(algos)]:
-                    for lo, hi, iters, warm in parts:
-                        todo = [s for s in sizes_between(lo, hi) if (algo, s) not in slow]
-                        if not todo:
-                            continue
+                    for lo, hi, iters, warm, todo in stretches(parts, lambda s, a=algo: (a, s) not in slow):
                         self.say("%s: repetition %d/%d: %s %s..%s" % (cfg.text, rep + 1, self.a.repeats, algo,
                                                                      human(todo[0]), human(todo[-1])))
-                        times, pred = self.run_perf(c, cfg, algo, todo[0], todo[-1], iters, warm, rep == 0)
+                        # Results are checked in the first repetition, below 64 MiB (where the reference
+                        # sums cost less than the calls; tests/netns's sweeps check the large sizes).
+                        check = rep == 0 and todo[-1] < BIG_FROM
+                        times, pred = self.run_perf(c, cfg, algo, todo[0], todo[-1], iters, warm, check)
                         for size, us in times.items():
                             measured[(algo, size)] += us
                             predicted[(algo, size)].append(pred[size][1][algo])
                             choices[size][pred[size][0]] += 1
                 if rep == 0:
+                    slow |= {(n, size) for n in algos for size in self.sizes if size >= ONCE_FROM}
                     for size in self.sizes:
                         if size < BIG_FROM:
                             continue
@@ -208,7 +229,10 @@ def evaluate(rows, choices):
     selector = []
     for (cfg, size), meas in sorted(by_point.items()):
         votes = choices[cfg].get(size, {})
-        choice = max(votes, key=votes.get) if votes else None
+        # The choice of most runs; on a tie, the slower of the tied (the selector does not get the benefit).
+        top = max(votes.values(), default=0)
+        tied = [n for n, v in votes.items() if v == top]
+        choice = max(tied, key=lambda n: meas.get(n, float("inf"))) if tied else None
         best = min(meas, key=meas.get)
         ratio = meas[choice] / meas[best] if choice in meas else float("inf")
         selector.append({"config": cfg, "bytes": size, "choice": choice, "votes": votes, "best": best,
@@ -227,21 +251,7 @@ def report(a, rows, choices, elapsed):
              "(from the same runs' probes), and the prediction's error; %d repetitions; %s." %
              (a.repeats, time.strftime("%Y-%m-%d")), ""]
     for cfg in dict.fromkeys(r["config"] for r in rows):
-        mine = [r for r in rows if r["config"] == cfg]
-        algos = sorted({r["algo"] for r in mine}, key=lambda n: ALGO_ORDER.get(n, 99))
-        cell = {(r["algo"], r["bytes"]): r for r in mine}
-        lines += ["### %s" % cfg, "", "| size | " + " | ".join(algos) + " | choice | best | choice / best |",
-                  "|---" * (len(algos) + 4) + "|"]
-        for s in [x for x in selector if x["config"] == cfg]:
-            cells = []
-            for n in algos:
-                r = cell.get((n, s["bytes"]))
-                cells.append("–" if r is None else "%s / %s (%+.0f%%)" % (ms(r["measured"]), ms(r["predicted"]),
-                                                                          100 * r["error"]))
-            votes = "" if len(s["votes"]) < 2 else " (%s)" % ", ".join("%s %d" % kv for kv in sorted(s["votes"].items()))
-            lines.append("| %s | %s | %s%s | %s | %.2f |" % (human(s["bytes"]), " | ".join(cells), s["choice"], votes,
-                                                            s["best"], s["ratio"]))
-        lines.append("")
+        lines += config_table(cfg, rows, selector)
     lines += ["### Summary", "",
               "- Sizes >= 1 MiB, %d points: median absolute error %.1f%% (target <= %.0f%%), worst %.1f%% "
               "(target <= %.0f%%)." % (len(big), 100 * med, 100 * ERROR_MEDIAN, 100 * worst, 100 * ERROR_WORST),
@@ -268,6 +278,25 @@ def report(a, rows, choices, elapsed):
     if a.plot:
         plot(a.plot, rows)
     return ok
+
+
+def config_table(cfg, rows, selector):
+    """Markdown lines of one configuration: every algorithm's measured / predicted per size, the choice."""
+    mine = [r for r in rows if r["config"] == cfg]
+    algos = sorted({r["algo"] for r in mine}, key=lambda n: ALGO_ORDER.get(n, 99))
+    cell = {(r["algo"], r["bytes"]): r for r in mine}
+    lines = ["### %s" % cfg, "", "| size | " + " | ".join(algos) + " | choice | best | choice / best |",
+             "|---" * (len(algos) + 4) + "|"]
+    for s in [x for x in selector if x["config"] == cfg]:
+        cells = []
+        for n in algos:
+            r = cell.get((n, s["bytes"]))
+            cells.append("–" if r is None else "%s / %s (%+.0f%%)" % (ms(r["measured"]), ms(r["predicted"]),
+                                                                      100 * r["error"]))
+        votes = "" if len(s["votes"]) < 2 else " (%s)" % ", ".join("%s %d" % kv for kv in sorted(s["votes"].items()))
+        lines.append("| %s | %s | %s%s | %s | %.2f |" % (human(s["bytes"]), " | ".join(cells), s["choice"], votes,
+                                                        s["best"], s["ratio"]))
+    return lines + [""]
 
 
 def ms(us):
@@ -312,7 +341,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--min", type=parse_size, default=parse_size("64K"))
     ap.add_argument("--max", type=parse_size, default=parse_size("256M"))
-    ap.add_argument("--slow-factor", type=float, default=3.0)
+    ap.add_argument("--slow-factor", type=float, default=2.0)
     ap.add_argument("--markdown")
     ap.add_argument("--json")
     ap.add_argument("--plot")
@@ -329,6 +358,9 @@ def main(argv=None):
             ch.tmp = tmp
             for cfg in configs:
                 ch.check_config(cfg)
+                # Each configuration's table as soon as it is measured (a long run shows where it stands).
+                _, selector = evaluate(ch.rows, ch.choices)
+                print("\n".join(config_table(cfg.text, ch.rows, selector)), file=sys.stderr, flush=True)
     except nc.HarnessError as e:
         print("netns_model_check: %s" % e, file=sys.stderr)
         return 1
