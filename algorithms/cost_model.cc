@@ -74,6 +74,7 @@ struct Model {
   /// on 3 nodes of 1 rank, new ranks 0 and 1 are ranks 1 and 2, on two nodes.
   int rhdCrossing(int mask, int P, int E) const {
     const int L = std::max(1, sh.ranksPerNode);
+    if (!sh.uniform) return L;  // node boundaries unknown: assume the worst, every rank of a node crosses
     std::vector<int> perNode(size_t(sh.nranks / L + 1), 0);
     int most = 0;
     for (int nr = 0; nr < P; ++nr) {
@@ -99,14 +100,16 @@ struct Model {
   double rhdFold() const {
     const int P = sched::largestPowerOfTwo(sh.nranks), E = sh.nranks - P, L = std::max(1, sh.ranksPerNode);
     if (E == 0) return 0.0;
-    std::vector<int> perNode(size_t(sh.nranks / L + 1), 0);
-    int most = 0;
-    for (int r = 0; r < 2 * E; r += 2) {
-      if (multiNode() && r / L != (r + 1) / L) most = std::max(most, ++perNode[size_t(r / L)]);
-    }
-    return most > 0 ? inter(S, most) : intra(S);
+    if (multiNode() && !sh.uniform) return inter(S, L);  // node boundaries unknown: the worst case
+    // With L >= 2 a node holds at most one straddling pair; with L = 1 every pair straddles, one per node.
+    bool crosses = false;
+    for (int r = 0; r < 2 * E && !crosses; r += 2) crosses = multiNode() && r / L != (r + 1) / L;
+    return crosses ? inter(S, 1) : intra(S);
   }
-  double rhdAllReduce() const { return 2 * rhdFold() + reduce(rhdFold() > 0 ? S : 0) + rhdSteps(true) + rhdSteps(false); }
+  double rhdAllReduce() const {
+    const double fold = rhdFold();
+    return 2 * fold + reduce(fold > 0 ? S : 0) + rhdSteps(true) + rhdSteps(false);
+  }
   double rhdReduceScatter() const { return rhdFold() + rhdSteps(true); }
   double rhdAllGather() const { return rhdFold() + rhdSteps(false); }
 
@@ -117,36 +120,62 @@ struct Model {
   /// from every v < 2^k, so every rank of the root's node that already has data sends across in each
   /// crossing step: on 2 nodes x 2 ranks both ranks of node 0 cross in step 1, two chunks per round on
   /// its link (measured in namespaces: twice the time of one).
-  double treeCrossingLoad() const {
+  struct Load {
+    double bytes = 0;     ///< multiplier of a chunk's transfer time on the busiest link
+    double messages = 0;  ///< latencies paid in a row there (each queued message pays one)
+  };
+  /// The busiest node's (or, with a NIC per rank or more, the busiest rank's) crossing messages per round
+  /// from per-rank counts: k ranks' m messages over R NICs, as share() spreads them.
+  template <class CountOf>
+  Load busiest(CountOf&& crossingOf) const {
     const int n = sh.nranks, L = std::max(1, sh.ranksPerNode), R = std::max(1, p.nicsPerNode);
-    double worst = 0;
+    Load worst;
     for (int node = 0; node * L < n; ++node) {
       int nodeSends = 0, rankMost = 0;
       for (int v = node * L; v < std::min(n, (node + 1) * L); ++v) {
-        int sends = 0;
-        for (int k = 0; (1 << k) < n; ++k) {
-          if (v < (1 << k) && v + (1 << k) < n && (v + (1 << k)) / L != v / L) ++sends;
-        }
+        const int sends = crossingOf(v);
         nodeSends += sends;
         rankMost = std::max(rankMost, sends);
       }
-      worst = std::max(worst, R >= L ? rankMost * double(L) / R : std::ceil(double(nodeSends) / R));
+      const Load here = R >= L ? Load{rankMost * double(L) / R, double(rankMost)}
+                               : Load{std::ceil(double(nodeSends) / R), std::ceil(double(nodeSends) / R)};
+      if (here.bytes > worst.bytes) worst = here;
     }
     return worst;
+  }
+  /// Rank v's sends to other nodes in one round of the pipelined broadcast: step k sends v -> v + 2^k
+  /// from every v < 2^k, so every rank of the root's node that already has data sends across in each
+  /// crossing step (on 2 nodes x 2 ranks both ranks of node 0 cross in step 1: two chunks per round on
+  /// its link, measured twice the time of one). The reduce's arrivals mirror them.
+  int treeCrossings(int v) const {
+    const int n = sh.nranks, L = std::max(1, sh.ranksPerNode);
+    int sends = 0;
+    for (int k = 0; (1 << k) < n; ++k) {
+      if (v < (1 << k) && v + (1 << k) < n && (v + (1 << k)) / L != v / L) ++sends;
+    }
+    return sends;
+  }
+  /// Whether any pair of tree step k is on two nodes.
+  bool treeStepCrosses(int k) const {
+    const int n = sh.nranks, L = std::max(1, sh.ranksPerNode);
+    for (int v = 0; v < (1 << k) && v + (1 << k) < n; ++v) {
+      if ((v + (1 << k)) / L != v / L) return true;
+    }
+    return false;
   }
   double treeRound(double c) const {
     const int d = depth();
     const int local = std::min(d, int(std::ceil(std::log2(std::max(1, sh.ranksPerNode)))));
     const double in = local > 0 ? p.intra.alpha + c * local / p.intra.bandwidth : 0;
-    const double load = multiNode() ? treeCrossingLoad() : 0;
-    const double out = load > 0 ? p.inter.alpha * std::max(1.0, load) + c * load / p.inter.bandwidth : 0;
+    const Load load = multiNode() ? busiest([&](int v) { return treeCrossings(v); }) : Load{};
+    const double out = load.bytes > 0 ? p.inter.alpha * std::max(1.0, load.messages) + c * load.bytes / p.inter.bandwidth : 0;
     return std::max({in, out, p.intra.alpha});
   }
-  /// A chunk's trip through the levels: level k (distance 2^k) crosses nodes when 2^k >= L.
+  /// A chunk's trip through the levels: level k crosses nodes when one of its pairs does.
   double treeLevels(double c, bool reducing) const {
     double t = 0;
     for (int k = 0; k < depth(); ++k) {
-      const bool crosses = multiNode() && (1 << k) >= sh.ranksPerNode;
+      const bool crosses = multiNode() && treeStepCrosses(k);
       t += (crosses ? inter(c, 1) : intra(c)) + (reducing ? reduce(c) : 0);
     }
     return t;
@@ -172,26 +201,21 @@ struct Model {
   /// chunks that the ranks pass on as they arrive: they cost a latency each, not a round of bandwidth
   /// (measured on 2 x 2 ranks at 1 MiB, one chunk per half: 8.7 ms, where charging full rounds said 39).
   double dbtreeAllReduce() const {
-    const int n = sh.nranks, L = std::max(1, sh.ranksPerNode), R = std::max(1, p.nicsPerNode);
+    const int n = sh.nranks, L = std::max(1, sh.ranksPerNode);
     const sched::DbtreeFacts f = sched::dbtreeFacts(n);
-    double netLoad = 0;
+    const auto crossing = [&](int v) {
+      int cross = 0;
+      for (int to : f.sendsTo[size_t(v)]) cross += to / L != v / L ? 1 : 0;
+      return cross;
+    };
     size_t localMost = 0;
-    for (int node = 0; node * L < n; ++node) {
-      size_t nodeCross = 0, rankCross = 0;
-      for (int v = node * L; v < std::min(n, (node + 1) * L); ++v) {
-        size_t cross = 0;
-        for (int to : f.sendsTo[size_t(v)]) cross += (multiNode() && to / L != v / L) ? 1 : 0;
-        nodeCross += cross;
-        rankCross = std::max(rankCross, cross);
-        localMost = std::max(localMost, f.sendsTo[size_t(v)].size() - cross);
-      }
-      netLoad = std::max(netLoad, R >= L ? double(rankCross) * L / R : std::ceil(double(nodeCross) / R));
-    }
+    for (int v = 0; v < n; ++v) localMost = std::max(localMost, f.sendsTo[size_t(v)].size() - size_t(multiNode() ? crossing(v) : 0));
+    const Load load = multiNode() ? busiest(crossing) : Load{};
     const double half = S / 2;
     const double c = std::min(half, chunk());
     const double chunks = std::max(1.0, std::ceil(half / chunk()));
-    const double local = p.intra.alpha + c * double(localMost) / p.intra.bandwidth;
-    const double net = netLoad > 0 ? p.inter.alpha * netLoad + c * netLoad / p.inter.bandwidth : 0;
+    const double local = (p.intra.alpha + c / p.intra.bandwidth) * double(std::max<size_t>(1, localMost));
+    const double net = load.bytes > 0 ? p.inter.alpha * std::max(1.0, load.messages) + c * load.bytes / p.inter.bandwidth : 0;
     const double fillAlpha = multiNode() ? p.inter.alpha : p.intra.alpha;
     return chunks * std::max(local, net) + (f.fillRounds - 1) * fillAlpha + reduce(S);
   }
@@ -362,17 +386,18 @@ std::string describeCandidates(const std::vector<CostedAlgo>& ranked, size_t lim
 }
 
 std::string formatCostText(const CostParams& params) {
-  char buf[512];
   // %.17g: the numbers read back to within a rounding (the file's units differ), so a prediction from the
   // file is the communicator's.
-  std::snprintf(buf, sizeof buf,
-                "# cost model parameters (source: %s; chunk %llu bytes)\n"
-                "intra_alpha_us=%.17g\nintra_gbytes_per_s=%.17g\ninter_alpha_us=%.17g\ninter_gbytes_per_s=%.17g\n"
-                "reduce_gbytes_per_s=%.17g\nnics_per_node=%d\n",
-                params.source.c_str(), static_cast<unsigned long long>(params.chunkBytes), params.intra.alpha * 1e6,
-                params.intra.bandwidth / 1e9, params.inter.alpha * 1e6, params.inter.bandwidth / 1e9,
-                params.reduceRate / 1e9, params.nicsPerNode);
-  return buf;
+  const auto line = [](const char* key, double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s=%.17g\n", key, v);
+    return std::string(buf);
+  };
+  return "# cost model parameters (source: " + params.source + "; chunk " + std::to_string(params.chunkBytes) +
+         " bytes)\n" + line("intra_alpha_us", params.intra.alpha * 1e6) +
+         line("intra_gbytes_per_s", params.intra.bandwidth / 1e9) + line("inter_alpha_us", params.inter.alpha * 1e6) +
+         line("inter_gbytes_per_s", params.inter.bandwidth / 1e9) + line("reduce_gbytes_per_s", params.reduceRate / 1e9) +
+         "nics_per_node=" + std::to_string(params.nicsPerNode) + "\n";
 }
 
 void loadCostFile(const std::string& path, CostParams& params) {

@@ -227,7 +227,8 @@ DbtreeFacts dbtreeFacts(int m) {
     const Tree t = makeTree(m, variant);
     int maxDepth = 0;
     for (int d : t.depth) maxDepth = std::max(maxDepth, d);
-    f.fillRounds = std::max(f.fillRounds, t.readyAt[t.root] + maxDepth + 2);  // allReduce's last round, less the chunks
+    // allReduce moves chunk k up and back down in rounds k .. k + R(root) + maxDepth: a chunk's trip.
+    f.fillRounds = std::max(f.fillRounds, t.readyAt[t.root] + maxDepth + 1);
     for (int i = 0; i < m; ++i) {
       if (t.parent[i] >= 0) f.sendsTo[i].push_back(t.parent[i]);
       for (int c : t.child[i]) {

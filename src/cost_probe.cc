@@ -1,5 +1,7 @@
 #include "src/cost_probe.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -9,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <system_error>
 
 #include "core/config.h"
 #include "core/error.h"
@@ -133,16 +136,28 @@ void measureLocal(CostParams& p) {
   if (reduceBest > 0) p.reduceRate = reduceBest;
 }
 
-/// CONFLUX_COST_SAVE: rank 0 writes the parameters in CONFLUX_COST_FILE's format. A file that cannot be
-/// written is a warning: the communicator works without it.
+/// CONFLUX_COST_SAVE: rank 0 writes the parameters in CONFLUX_COST_FILE's format, to a temporary file
+/// renamed into place, so that a job reading the path never sees half a file (rank 0 of every
+/// communicator across nodes writes it). A file that cannot be written is a warning: the communicator
+/// works without it.
 void saveCostParams(const CostParams& p) {
   const std::string path = config::getString(config::Var::COST_SAVE);
   if (path.empty()) return;
   const std::string text = formatCostText(p);
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  const bool ok = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if ((f != nullptr && std::fclose(f) != 0) || !ok) {
-    CFX_WARN(kTuning, "CONFLUX_COST_SAVE: cannot write '%s': %s", path.c_str(), std::strerror(errno));
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int err = 0;
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) {
+    err = errno;
+  } else {
+    if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) err = errno != 0 ? errno : EIO;
+    if (std::fclose(f) != 0 && err == 0) err = errno;
+    if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+    if (err != 0) std::remove(tmp.c_str());
+  }
+  if (err != 0) {
+    CFX_WARN(kTuning, "CONFLUX_COST_SAVE: cannot write '%s': %s", path.c_str(),
+             std::system_category().message(err).c_str());
   }
 }
 

@@ -33,7 +33,9 @@ if [ "$rows" -ne 2 ]; then echo "FAIL: expected 2 prediction rows with every can
 if ! printf '%s\n' "$out" | grep -q '"bytes": 268435456, "choice": "hier"'; then
   echo "FAIL: 256 MiB on 2 x 2 ranks over one slow link should choose hier:"; echo "$out"; failed=1
 fi
-refuse "--nodes: '0'" predict --cost-file "$cost" --nodes 0 --ranks-per-node 2
+refuse "--nodes: '1'" predict --cost-file "$cost" --nodes 1 --ranks-per-node 2
+refuse "ranks is more than" predict --cost-file "$cost" --nodes 1048576 --ranks-per-node 8
+refuse "ranks is more than" project --topo "$topo" --nodes 262144
 refuse "--bytes: '1M,x'" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --bytes 1M,x
 refuse "predict needs --cost-file" predict --nodes 2 --ranks-per-node 2
 refuse "unknown flag --frob" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --frob

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -224,6 +225,13 @@ int main(int argc, char** argv) {
       std::printf("%6s %6s", "nodes", "ranks");
       for (Algo a : algos) std::printf(" %10s", std::string(algoName(a)).c_str());
       std::printf("  choice   (busbw GB/s)\n");
+    }
+    for (int nodes : nodeCounts) {
+      if (int64_t(nodes) * ranksPerNode > kMaxSimRanks) {  // the model walks every rank
+        std::fprintf(stderr, "conflux-sim: --nodes: %d nodes of %d ranks is more than %d ranks\n", nodes, ranksPerNode,
+                     kMaxSimRanks);
+        return 2;
+      }
     }
     for (int nodes : nodeCounts) {
       CostShape sh;

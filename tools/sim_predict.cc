@@ -6,7 +6,9 @@
 
 #include <getopt.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -75,7 +77,8 @@ int simPredict(int argc, char** argv) {
     switch (c) {
       case kCostFile: costFile = v; break;
       case kNodes:
-        if (!cli::parseInt(v, 1, 1 << 24, &nodes)) refuse(flag, v, "a number of nodes >= 1");
+        // One node: the selector decides by measured rules there, not by the model.
+        if (!cli::parseInt(v, 2, 1 << 20, &nodes)) refuse(flag, v, "a number of nodes >= 2");
         break;
       case kRanksPerNode:
         if (!cli::parseInt(v, 1, 1 << 16, &ranksPerNode)) refuse(flag, v, "a number of ranks >= 1");
@@ -101,6 +104,12 @@ int simPredict(int argc, char** argv) {
   }
   if (costFile.empty() || nodes == 0 || ranksPerNode == 0) {
     std::fprintf(stderr, "conflux-sim: predict needs --cost-file, --nodes and --ranks-per-node\n%s", kUsage);
+    return 2;
+  }
+  // The model walks every rank for the trees and rhd: bound the shape (a million ranks take seconds).
+  if (int64_t(nodes) * ranksPerNode > kMaxSimRanks) {
+    std::fprintf(stderr, "conflux-sim: --nodes x --ranks-per-node: %lld ranks is more than %d\n%s",
+                 static_cast<long long>(int64_t(nodes) * ranksPerNode), kMaxSimRanks, kUsage);
     return 2;
   }
   Collective coll = Collective::AllReduce;
