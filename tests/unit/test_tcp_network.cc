@@ -108,8 +108,16 @@ TEST(TcpNetwork, ALargeMessageShowsItsBytesMovingBeforeItCompletes) {
   runRanks(2, [](int rank, Network& net) {
     constexpr size_t kBytes = size_t{32} << 20;
     std::vector<uint8_t> buf(kBytes, uint8_t(rank == 0 ? 0x5a : 0));
+    // Paced so that neither side can move the whole message in one step: with both polling flat out, one
+    // poll of the sender wrote all 32 MiB while the receiver drained the socket (seen once under ASan on
+    // a loaded machine). The receiver starts late (the sender fills the socket buffers and waits), the
+    // sender pauses between polls (the receiver empties them and waits).
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     Request r = rank == 0 ? net.isend(1, 5, buf.data(), kBytes) : net.irecv(0, 5, buf.data(), kBytes);
-    const bool sawPart = testing::sawBytesMoving(r, kBytes, [&] { net.poll(Clock::now() + std::chrono::milliseconds(1)); });
+    const bool sawPart = testing::sawBytesMoving(r, kBytes, [&] {
+      net.poll(Clock::now() + std::chrono::milliseconds(1));
+      if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    });
     ASSERT_TRUE(r.done());
     ASSERT_TRUE(r.status().isOk()) << r.status().message();
     EXPECT_TRUE(sawPart) << "rank " << rank << " saw the message only whole";
