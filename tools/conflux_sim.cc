@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -173,11 +174,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "conflux-sim: --topo FILE.json is required\n%s", kUsage);
     return 2;
   }
-  Collective coll = Collective::AllReduce;
-  if (collName == "allgather") coll = Collective::AllGather;
-  else if (collName == "reducescatter") coll = Collective::ReduceScatter;
-  else if (collName == "broadcast") coll = Collective::Broadcast;
-  else if (collName != "allreduce") bad("--coll", collName, "allreduce, allgather, reducescatter or broadcast");
+  const std::optional<Collective> named = simCollective(collName);
+  if (!named) bad("--coll", collName, "allreduce, allgather, reducescatter or broadcast");
+  const Collective coll = *named;
   try {
     const topo::Machine m = topo::loadFile(topoFile);
     const std::vector<int> rails = topo::railNics(m);

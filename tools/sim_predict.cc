@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -112,11 +113,9 @@ int simPredict(int argc, char** argv) {
                  static_cast<long long>(int64_t(nodes) * ranksPerNode), kMaxSimRanks, kUsage);
     return 2;
   }
-  Collective coll = Collective::AllReduce;
-  if (collName == "allgather") coll = Collective::AllGather;
-  else if (collName == "reducescatter") coll = Collective::ReduceScatter;
-  else if (collName == "broadcast") coll = Collective::Broadcast;
-  else if (collName != "allreduce") refuse("--coll", collName, "allreduce, allgather, reducescatter or broadcast");
+  const std::optional<Collective> named = simCollective(collName);
+  if (!named) refuse("--coll", collName, "allreduce, allgather, reducescatter or broadcast");
+  const Collective coll = *named;
 
   CostParams p;
   try {
