@@ -142,6 +142,13 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   // The identity (launcher variables, the host name) is read only when metrics are asked for.
   const bool metricsOn = metrics::requested() && metrics::start(metrics::identityFromLauncher(rank_, localRank_));
 
+  // Every rank builds its plans with this chunk, so it must be alike on all of them (as NCCL's variables).
+  if (const int64_t chunk = config::getInt(config::Var::CHUNK_BYTES); chunk < 4096 || chunk > (int64_t{1} << 30)) {
+    throw Error(Code::InvalidArgument, "CONFLUX_CHUNK_BYTES=" + std::to_string(chunk) + ": must be 4096 to 1073741824");
+  } else {
+    chunkBytes_ = static_cast<uint64_t>(chunk);
+  }
+
   // Shared memory among the ranks of this node.
   shm::ShmConfig cfg;
   cfg.dir = config::getString(config::Var::SHM_DIR);

@@ -508,4 +508,50 @@ TEST(Api, CostSaveWritesParametersThatReadBackExactly) {
   std::remove(reread.c_str());
 }
 
+// CONFLUX_CHUNK_BYTES sets the pipelining chunk: the cost model costs with it (the saved parameters say
+// so) and the hierarchical all-reduces, whose segments are one chunk per local rank, stay correct with many
+// segments in flight. A chunk below 4 KiB is refused at init, naming the variable.
+TEST(Api, ChunkBytesSetsThePipelineChunk) {
+  const std::string saved = ::testing::TempDir() + "/conflux-cost-chunk-" + std::to_string(getpid()) + ".txt";
+  for (const char* algo : {"allreduce=hier", "allreduce=hier_rhd", "allreduce=hier_dbtree"}) {
+    auto out = runRanks(6, [&](int rank, int n, const cfxUniqueId& id) -> int {
+      simulateNode(rank / 2);  // 3 nodes of 2: rhd folds, the trees have a leaf that waits
+      setenv("CONFLUX_CHUNK_BYTES", "4096", 1);
+      setenv("CONFLUX_COST_PROBE", "0", 1);
+      unsetenv("CONFLUX_COST_FILE");
+      setenv("CONFLUX_COST_SAVE", saved.c_str(), 1);
+      setenv("CONFLUX_ALGO", algo, 1);
+      cfxComm_t comm;
+      if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+      const size_t count = 100003;  // 49 segments of 2 x 4 KiB, the last one short
+      std::vector<float> in(count), res(count);
+      for (size_t i = 0; i < count; ++i) in[i] = float((i * 7 + size_t(rank) * 3) % 1000);
+      for (int call = 0; call < 2; ++call) {
+        EXPECT_EQ(cfxAllReduce(in.data(), res.data(), count, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+        for (size_t i = 0; i < count; ++i) {
+          float want = 0;
+          for (int r = 0; r < n; ++r) want += float((i * 7 + size_t(r) * 3) % 1000);
+          if (res[i] != want) {
+            ADD_FAILURE() << algo << ": element " << i << " is " << res[i] << ", want " << want;
+            break;
+          }
+        }
+      }
+      EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+      return 0;
+    });
+    ASSERT_TRUE(allSucceeded(out)) << algo;
+    EXPECT_NE(readFile(saved).find("chunk 4096 bytes)"), std::string::npos) << readFile(saved);
+    std::remove(saved.c_str());
+  }
+  auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    setenv("CONFLUX_CHUNK_BYTES", "100", 1);
+    cfxComm_t comm = nullptr;
+    if (cfxCommInitRank(&comm, n, id, rank) != cfxInvalidArgument) return 2;
+    const std::string why = cfxGetLastError(nullptr);
+    return why.find("CONFLUX_CHUNK_BYTES=100") != std::string::npos ? 0 : 3;
+  });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
 }  // namespace
