@@ -222,11 +222,12 @@ struct Model {
   double dbtreeRooted() const { return dbtreeAllReduce() / 2; }
 
   // ---- hierarchical (hierarchical.cc): segments of L chunks, each starting one round after the previous
-  // one, so a round carries the inter-node steps of up to 2(N-1) segments in flight and the intra-node
+  // one, so a round carries the inter-node steps of every segment in its phase B and the intra-node
   // steps of others. Every round costs a latency; the bytes flow at the slower of the two link classes.
   /// `innerRounds`: rounds of the inter-node phase of one segment; `innerBytes`: bytes a rank sends in it
-  /// for the whole vector (its shard of every segment); `overlap`: segments overlap in that phase (ring:
-  /// one round apart), else they follow each other.
+  /// for the whole vector (its shard of every segment); `overlap`: segments overlap in that phase (one
+  /// round apart: every inner algorithm since its plans are aligned, round_alignment.cc), else they
+  /// follow each other.
   double hierarchical(double innerRounds, double innerBytes, bool overlap) const {
     const int L = sh.ranksPerNode;
     const double segments = std::max(1.0, std::ceil(S / (chunk() * L)));
@@ -251,7 +252,7 @@ struct Model {
     const bool folds = P != N;
     const double rounds = 2.0 * steps + (folds ? 2 : 0);
     const double bytes = 2.0 * (P - 1) / P * S / L + (folds ? 2.0 * S / L : 0);
-    return hierarchical(rounds, bytes, false);
+    return hierarchical(rounds, bytes, true);
   }
 
   /// Phase B by the double binary tree between the N nodes (double_binary_tree.cc): per segment its
@@ -264,7 +265,7 @@ struct Model {
     const sched::DbtreeFacts f = sched::dbtreeFacts(N);
     size_t most = 0;
     for (const auto& to : f.sendsTo) most = std::max(most, to.size());
-    return hierarchical(double(f.fillRounds), double(most) / 2 * S / L, false);
+    return hierarchical(double(f.fillRounds), double(most) / 2 * S / L, true);
   }
 
   // ---- hierarchical all-gather, reduce-scatter, broadcast (hierarchical_collectives.cc): phases in turn.

@@ -25,11 +25,16 @@
 // bytes, and both ends of every message emit it in the same round and in segment order, so rounds stay
 // conflict-free and messages match in FIFO order.
 //
-// hier_rhd (Algo::HierarchicalRhd) runs phase B by recursive halving-doubling instead: the plan of
-// rec_halving_doubling.cc for N ranks (inner rank = node index) on the shard, its peers mapped to the
-// ranks of equal local index, its send/recv to the shard, its scratch to a region per segment, its
-// Finalize dropped (phase F divides). Its latency grows with log2 N rather than N. Phase B then lasts as
-// many rounds as the longest of the node's inner plans, so phase C starts together on every local rank.
+// hier_rhd (Algo::HierarchicalRhd) runs phase B by recursive halving-doubling instead, hier_dbtree
+// (Algo::HierarchicalDbtree) by the double binary tree: the plan of rec_halving_doubling.cc or
+// double_binary_tree.cc for N ranks (inner rank = node index) on the shard, its peers mapped to the ranks
+// of equal local index, its send/recv to the shard, its scratch to a region per segment, its Finalize
+// dropped (phase F divides). Their latency grows with log2 N rather than N. The N inner plans are put on
+// one clock first (round_alignment.cc: a folded rhd rank idles while the others halve and double; a
+// dbtree leaf waits for its chunk), and phase B lasts the clock's span on every rank, so segments run
+// one round apart as with the ring: a segment's log2 N latencies overlap the next segments' rounds
+// instead of following them (before, phase B of segment s + 1 began when segment s's had ended, and
+// 1 GiB on 1024 nodes paid segments x 2 log2 N network latencies).
 //
 // Layouts that are not uniform (e.g. 2 + 1 ranks) or absent fall back to the flat ring schedule, named
 // "hier(ring)" (or "hier_rhd(ring)"), so the plan is correct for every communicator.
@@ -54,8 +59,15 @@ struct Hier {
   uint64_t count;
   Algo inner = Algo::Ring;       // the inter-node all-reduce of phase B
   const PlanParams* outer = nullptr;
-  std::map<uint64_t, Plan> innerPlans;  // phase B plans (inner != Ring) by shard length
-  uint64_t innerScratch = 0;            // the most scratch one of them needs
+  /// Phase B of one shard length (inner != Ring): my plan, and where its rounds sit on the clock that
+  /// aligns the plans of all N inner ranks (alignRounds), so that segments can run a round apart.
+  struct InnerPhase {
+    Plan mine;
+    std::vector<int> roundAt;  ///< my round at each tick of the clock, -1 where I sit out
+    bool aligned = false;      ///< false: no common clock; roundAt is my own round order
+  };
+  std::map<uint64_t, InnerPhase> innerPhases;  // by shard length
+  uint64_t innerScratch = 0;                   // the most scratch one of them needs
 
   int localPeer(int j) const { return lay.nodes[static_cast<size_t>(k)][static_cast<size_t>(mod(j, L))]; }
   int nodePeer(int j) const { return lay.nodes[static_cast<size_t>(mod(j, N))][static_cast<size_t>(li)]; }
@@ -64,38 +76,84 @@ struct Hier {
   uint64_t segLen(uint64_t seg) const { return std::min(segElems, count - std::min(count, seg * segElems)); }
   uint64_t shardLen(uint64_t seg, int j) const { return Blocks{segLen(seg), static_cast<uint64_t>(L)}.len(static_cast<uint64_t>(j)); }
 
-  /// My phase B plan for a shard of `len` elements (inner rank k of N), built once per length.
-  const Plan& innerPlan(uint64_t len) {
-    auto it = innerPlans.find(len);
-    if (it != innerPlans.end()) return it->second;
+  static bool onlyFinalize(const Plan& plan, size_t r) {
+    const Round& round = plan.rounds[r];
+    for (uint32_t i = 0; i < round.numOps; ++i) {
+      if (plan.ops[round.firstOp + i].kind != OpKind::Finalize) return false;
+    }
+    return true;
+  }
+  /// Phase B for a shard of `len` elements (I am inner rank k of N), built once per length: every inner
+  /// rank's plan, to put them on one clock.
+  const InnerPhase& innerPhase(uint64_t len) {
+    auto it = innerPhases.find(len);
+    if (it != innerPhases.end()) return it->second;
     PlanParams q;
     q.coll = Collective::AllReduce;
     q.nranks = N;
-    q.rank = k;
     q.count = len;
     q.eltSize = elt;
     q.chunkBytes = outer->chunkBytes;
-    Plan plan = buildPlan(inner, q);
-    innerScratch = std::max(innerScratch, plan.scratchBytes);
-    return innerPlans.emplace(len, std::move(plan)).first->second;
+    std::vector<Plan> plans;
+    for (int v = 0; v < N; ++v) {
+      q.rank = v;
+      plans.push_back(buildPlan(inner, q));
+    }
+    InnerPhase phase;
+    const std::optional<RoundClock> clock = alignRounds(plans);
+    phase.aligned = clock.has_value();
+    if (clock) {
+      // Ticks where no inner rank has more than a Finalize (dropped here) are left out.
+      std::vector<int> tickAt(static_cast<size_t>(clock->span), 0);
+      for (int v = 0; v < N; ++v) {
+        const auto& ticks = clock->tick[static_cast<size_t>(v)];
+        for (size_t r = 0; r < ticks.size(); ++r) {
+          if (!onlyFinalize(plans[static_cast<size_t>(v)], r)) tickAt[static_cast<size_t>(ticks[r])] = 1;
+        }
+      }
+      int used = 0;
+      for (int& t : tickAt) t = t ? used++ : -1;
+      phase.roundAt.assign(static_cast<size_t>(used), -1);
+      const auto& ticks = clock->tick[static_cast<size_t>(k)];
+      for (size_t r = 0; r < ticks.size(); ++r) {
+        if (const int t = tickAt[static_cast<size_t>(ticks[r])]; t >= 0) phase.roundAt[static_cast<size_t>(t)] = static_cast<int>(r);
+      }
+    } else {
+      for (size_t r = 0; r < plans[static_cast<size_t>(k)].rounds.size(); ++r) phase.roundAt.push_back(static_cast<int>(r));
+    }
+    phase.mine = std::move(plans[static_cast<size_t>(k)]);
+    innerScratch = std::max(innerScratch, phase.mine.scratchBytes);
+    return innerPhases.emplace(len, std::move(phase)).first->second;
   }
   /// Phase B rounds of a segment: the same for every local rank of the node (the longest of their
-  /// plans), so that phase C starts in the same round on all of them.
+  /// phases), so that phase C starts in the same round on all of them; with aligned plans the same on
+  /// every node too (the clock's span).
   int roundsB(uint64_t seg) {
     if (inner == Algo::Ring) return 2 * (N - 1);
     size_t most = 0;
-    for (int j = 0; j < L; ++j) most = std::max(most, innerPlan(shardLen(seg, j)).rounds.size());
+    for (int j = 0; j < L; ++j) most = std::max(most, innerPhase(shardLen(seg, j)).roundAt.size());
     return static_cast<int>(most);
+  }
+  /// Whether every segment's phase B plans share a clock (then segments may run one round apart).
+  bool phaseBAligned() {
+    for (uint64_t seg : {uint64_t{0}, segments() - 1}) {  // all segments but the last have one length
+      for (int j = 0; j < L; ++j) {
+        if (!innerPhase(shardLen(seg, j)).aligned) return false;
+      }
+    }
+    return true;
   }
   int roundsPerSegment(uint64_t seg) { return roundsA() + roundsB(seg) + (L - 1) + 1; }  // + the Finalize round
 
-  /// Inner round `r` of my phase B plan for segment `seg`, with peers and buffers mapped: inner rank v is
-  /// node v's rank with my local index; inner send/recv are my shard (in recv after phase A, or in send
-  /// with one rank per node); scratch is a region per segment. Finalize is left to phase F.
-  void emitInner(uint64_t seg, int r) {
-    const uint64_t len = shardLen(seg, li);
-    const Plan& plan = innerPlan(len);
-    if (r >= static_cast<int>(plan.rounds.size())) return;
+  /// Tick `t` of my phase B for segment `seg` (my inner round there, if any), with peers and buffers
+  /// mapped: inner rank v is node v's rank with my local index; inner send/recv are my shard (in recv
+  /// after phase A, or in send with one rank per node); scratch is a region per segment. Finalize is left
+  /// to phase F.
+  void emitInner(uint64_t seg, int t) {
+    const InnerPhase& phase = innerPhase(shardLen(seg, li));
+    if (t >= static_cast<int>(phase.roundAt.size()) || phase.roundAt[static_cast<size_t>(t)] < 0) return;
+    const int r = phase.roundAt[static_cast<size_t>(t)];
+    const Plan& plan = phase.mine;
     const uint64_t base = (seg * segElems + Blocks{segLen(seg), static_cast<uint64_t>(L)}.off(static_cast<uint64_t>(li))) * elt;
     auto map = [&](BufRef ref) {
       switch (ref.kind) {
@@ -186,10 +244,10 @@ struct Hier {
   void allReduce() {
     const uint64_t S = segments();
     // Segment s starts D rounds after segment s-1. With the ring between nodes D = 1 (the pipelining
-    // note above); another inner algorithm's plans need not put both ends of a message in the same
-    // round (recursive halving-doubling's folded ranks skip the rounds they sit out), so its segments do
-    // not overlap in phase B: D = the node's longest phase B (the same on every local rank).
-    const uint64_t D = inner == Algo::Ring ? 1 : static_cast<uint64_t>(std::max(1, roundsB(0)));
+    // note above), and so with any inner algorithm whose plans share a clock (round_alignment.cc): both
+    // ends of each message then sit in the same round of every segment. Without one (never for the
+    // algorithms built here; kept for safety), segments do not overlap in phase B: D = its length.
+    const uint64_t D = inner == Algo::Ring || phaseBAligned() ? 1 : static_cast<uint64_t>(std::max(1, roundsB(0)));
     // Segment s runs its rounds [s * D, s * D + T(s)); T(s) is the same for every segment but maybe the
     // last one.
     std::vector<uint64_t> T(S);

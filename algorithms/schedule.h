@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "algorithms/algorithms.h"
 #include "algorithms/plan.h"
@@ -82,6 +84,16 @@ struct DbtreeFacts {
   int fillRounds = 0;
 };
 DbtreeFacts dbtreeFacts(int m);
+
+/// A common clock for the plans of a group of ranks (round_alignment.cc): tick[v][r] is the tick of rank
+/// v's round r, rising with r, equal at both ends of every message; span = the last tick + 1.
+struct RoundClock {
+  std::vector<std::vector<int>> tick;
+  int span = 0;
+};
+/// The earliest such clock for `plans` (plans[v] is rank v's, peers are indices into `plans`), or nothing
+/// when lock-step rounds cannot meet every message (a cycle) or messages do not pair up.
+std::optional<RoundClock> alignRounds(const std::vector<Plan>& plans);
 
 // Per-algorithm entry points; each switches on p.coll and calls unsupported() for the others.
 Plan buildRing(const PlanParams& p);
