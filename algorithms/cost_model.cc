@@ -222,28 +222,49 @@ struct Model {
   double dbtreeRooted() const { return dbtreeAllReduce() / 2; }
 
   // ---- hierarchical (hierarchical.cc): segments of L chunks, each starting one round after the previous
-  // one, so a round carries the inter-node steps of every segment in its phase B and the intra-node
-  // steps of others. Every round costs a latency; the bytes flow at the slower of the two link classes.
+  // one (for every inner algorithm: their plans are aligned, round_alignment.cc). A segment spends L-1
+  // rounds in phase A (a shard to the next local rank), B rounds in phase B (between nodes), L-1 in phase
+  // C and one in F. The rounds are summed one by one as the executor runs them, in lock-step: a round
+  // costs a latency (the network's when it has an inter-node step) plus the slower of its link classes'
+  // bytes, the bytes of every segment that is in that phase then. So the pipeline's fill and drain, where
+  // only the local rank ring works (1 GiB on p5-like nodes with 4 MiB chunks: 7 rounds of up to 7 shards
+  // at each end, about 0.5 ms of 6), count as they run.
   /// `innerRounds`: rounds of the inter-node phase of one segment; `innerBytes`: bytes a rank sends in it
-  /// for the whole vector (its shard of every segment); `overlap`: segments overlap in that phase (one
-  /// round apart: every inner algorithm since its plans are aligned, round_alignment.cc), else they
-  /// follow each other.
-  double hierarchical(double innerRounds, double innerBytes, bool overlap) const {
+  /// for the whole vector (its shard of every segment), spread evenly over those rounds.
+  double hierarchical(double innerRounds, double innerBytes) const {
     const int L = sh.ranksPerNode;
-    const double segments = std::max(1.0, std::ceil(S / (chunk() * L)));
-    // Rounds with an inter-node step (all L ranks cross at once), and the intra-node fill, drain and
-    // Finalize rounds.
-    const double networkRounds = overlap ? segments + innerRounds - 1 : segments * innerRounds;
-    const double localRounds = 2.0 * (L - 1) + 1;
-    const double intraBytes = L > 1 ? 2.0 * (L - 1) / L * S : 0;
-    const double reduceBytes = (L - 1.0) / L * S + innerBytes / 2;
-    const double netAlpha = p.inter.alpha * std::max(1.0, share(L));
-    return networkRounds * std::max(netAlpha, p.intra.alpha) + localRounds * p.intra.alpha +
-           std::max(innerBytes * share(L) / p.inter.bandwidth, intraBytes / p.intra.bandwidth) + reduce(reduceBytes);
+    const int64_t segments = int64_t(std::max(1.0, std::ceil(S / (chunk() * L))));
+    const int64_t A = L - 1, B = std::max<int64_t>(1, int64_t(innerRounds)), T = 2 * A + B + 1;
+    const double shard = S / double(segments) / L;            // one A or C step of one segment
+    const double innerStep = innerBytes / double(segments) / double(B);  // one B round of one segment
+    const double netAlpha = std::max(p.inter.alpha * std::max(1.0, share(L)), p.intra.alpha);
+    // Segments in a phase that occupies rounds [from, from + len) of each segment, at global round g.
+    const auto active = [&](int64_t g, int64_t from, int64_t len) {
+      const int64_t lo = std::max<int64_t>(0, g - from - len + 1), hi = std::min(segments - 1, g - from);
+      return double(std::max<int64_t>(0, hi - lo + 1));
+    };
+    const auto round = [&](int64_t g) {
+      const double local = (active(g, 0, A) + active(g, A + B, A)) * shard;
+      const double net = active(g, A, B) * innerStep;
+      const double alpha = net > 0 ? netAlpha : (local > 0 ? p.intra.alpha : 0.0);
+      return alpha + std::max(local / p.intra.bandwidth, net * share(L) / p.inter.bandwidth);
+    };
+    // Rounds T .. segments - 2 (when there are any) all hold every phase full: one of them, times their
+    // number; the fill before and the drain after, one by one.
+    const int64_t total = segments + T - 1;
+    double t = 0;
+    if (segments - 1 > T) {
+      for (int64_t g = 0; g < T; ++g) t += round(g);
+      t += double(segments - 1 - T) * round(T);
+      for (int64_t g = segments - 1; g < total; ++g) t += round(g);
+    } else {
+      for (int64_t g = 0; g < total; ++g) t += round(g);
+    }
+    return t + reduce((L - 1.0) / L * S + innerBytes / 2);
   }
   double hierAllReduce() const {
     const int N = sh.nodes, L = sh.ranksPerNode;
-    return hierarchical(2.0 * (N - 1), 2.0 * (N - 1) / N * S / L, true);
+    return hierarchical(2.0 * (N - 1), 2.0 * (N - 1) / N * S / L);
   }
   double hierRhdAllReduce() const {
     const int N = sh.nodes, L = sh.ranksPerNode;
@@ -252,7 +273,7 @@ struct Model {
     const bool folds = P != N;
     const double rounds = 2.0 * steps + (folds ? 2 : 0);
     const double bytes = 2.0 * (P - 1) / P * S / L + (folds ? 2.0 * S / L : 0);
-    return hierarchical(rounds, bytes, true);
+    return hierarchical(rounds, bytes);
   }
 
   /// Phase B by the double binary tree between the N nodes (double_binary_tree.cc): per segment its
@@ -265,7 +286,7 @@ struct Model {
     const sched::DbtreeFacts f = sched::dbtreeFacts(N);
     size_t most = 0;
     for (const auto& to : f.sendsTo) most = std::max(most, to.size());
-    return hierarchical(double(f.fillRounds), double(most) / 2 * S / L, true);
+    return hierarchical(double(f.fillRounds), double(most) / 2 * S / L);
   }
 
   // ---- hierarchical all-gather, reduce-scatter, broadcast (hierarchical_collectives.cc): phases in turn.
@@ -363,11 +384,32 @@ double predictSeconds(Algo a, Collective c, uint64_t bytes, const CostShape& sha
   return -1;
 }
 
+uint64_t bestChunk(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params) {
+  const bool hier = a == Algo::Hierarchical || a == Algo::HierarchicalRhd || a == Algo::HierarchicalDbtree;
+  if (!params.chooseChunk || !hier || c != Collective::AllReduce) return 0;
+  CostParams q = params;
+  uint64_t best = 0;
+  double bestSeconds = 0;
+  for (uint64_t chunk = kMinChosenChunk; chunk <= kMaxChosenChunk; chunk *= 2) {
+    q.chunkBytes = chunk;
+    const double t = predictSeconds(a, c, bytes, shape, q);
+    if (t < 0) return 0;
+    if (best == 0 || t < bestSeconds) {
+      best = chunk;
+      bestSeconds = t;
+    }
+  }
+  return best;
+}
+
 std::vector<CostedAlgo> rankAlgorithms(Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params) {
   std::vector<CostedAlgo> out;
   for (Algo a : algosFor(c)) {
-    const double t = predictSeconds(a, c, bytes, shape, params);
-    if (t >= 0) out.push_back({a, t});
+    const uint64_t chunk = bestChunk(a, c, bytes, shape, params);
+    CostParams q = params;
+    if (chunk != 0) q.chunkBytes = chunk;
+    const double t = predictSeconds(a, c, bytes, shape, q);
+    if (t >= 0) out.push_back({a, t, chunk});
   }
   std::stable_sort(out.begin(), out.end(), [](const CostedAlgo& x, const CostedAlgo& y) { return x.seconds < y.seconds; });
   return out;
@@ -382,6 +424,9 @@ std::string describeCandidates(const std::vector<CostedAlgo>& ranked, size_t lim
     else if (t < 1) std::snprintf(buf, sizeof buf, "%.2f ms", t * 1e3);
     else std::snprintf(buf, sizeof buf, "%.2f s", t);
     s += (i ? " < " : "") + std::string(algoName(ranked[i].algo)) + " " + buf;
+    if (const uint64_t c = ranked[i].chunkBytes; c != 0) {
+      s += c >= (1 << 20) ? " (chunk " + std::to_string(c >> 20) + " MiB)" : " (chunk " + std::to_string(c >> 10) + " KiB)";
+    }
   }
   return s;
 }
@@ -395,7 +440,7 @@ std::string formatCostText(const CostParams& params) {
     return std::string(buf);
   };
   return "# cost model parameters (source: " + params.source + "; chunk " + std::to_string(params.chunkBytes) +
-         " bytes)\n" + line("intra_alpha_us", params.intra.alpha * 1e6) +
+         (params.chooseChunk ? " bytes, hierarchical all-reduce chunks chosen per call)\n" : " bytes)\n") + line("intra_alpha_us", params.intra.alpha * 1e6) +
          line("intra_gbytes_per_s", params.intra.bandwidth / 1e9) + line("inter_alpha_us", params.inter.alpha * 1e6) +
          line("inter_gbytes_per_s", params.inter.bandwidth / 1e9) + line("reduce_gbytes_per_s", params.reduceRate / 1e9) +
          "nics_per_node=" + std::to_string(params.nicsPerNode) + "\n";

@@ -35,6 +35,9 @@ struct CostParams {
   bool fusedReduce = false;    ///< reductions overlap the transfers (GPU kernels reduce as they copy): free
   int nicsPerNode = 1;         ///< NICs a node's ranks drive (rails); min(L, this) run in parallel
   uint64_t chunkBytes = kPipelineChunkBytes;  ///< pipelining chunk of the message-passing plans
+  /// The hierarchical all-reduces' chunk is the model's choice per call (bestChunk) rather than chunkBytes
+  /// (communicators do so unless CONFLUX_CHUNK_BYTES is set).
+  bool chooseChunk = false;
   std::string source = "defaults";  ///< where the numbers came from ("probe", a file, "defaults")
 };
 
@@ -55,13 +58,24 @@ double predictSeconds(Algo a, Collective c, uint64_t bytes, const CostShape& sha
 struct CostedAlgo {
   Algo algo;
   double seconds;
+  uint64_t chunkBytes = 0;  ///< the chunk the model chose for it (params.chooseChunk), else 0
 };
 
+/// The chunks bestChunk tries: powers of two from 64 KiB to 64 MiB.
+inline constexpr uint64_t kMinChosenChunk = uint64_t{64} << 10, kMaxChosenChunk = uint64_t{64} << 20;
+
+/// With params.chooseChunk, for the hierarchical all-reduces: the chunk (kMinChosenChunk..kMaxChosenChunk,
+/// powers of two) with the least predicted time, the smaller one on a tie; 0 otherwise (params.chunkBytes
+/// applies). Larger chunks mean fewer pipelined rounds, each paying a latency; smaller ones a shorter
+/// fill and drain of the pipeline, where one link class idles.
+uint64_t bestChunk(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params);
+
 /// The algorithms the model can cost for `c` on this shape (staging and peer-buffer algorithms need one
-/// node and are not costed here), cheapest first.
+/// node and are not costed here), cheapest first, each at its bestChunk where it has one.
 std::vector<CostedAlgo> rankAlgorithms(Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params);
 
-/// "hier 8.1 ms < ring 12.3 ms < rhd 14.0 ms" (at most `limit` entries).
+/// "hier 8.1 ms (chunk 2 MiB) < ring 12.3 ms < rhd 14.0 ms" (at most `limit` entries; a chunk where the
+/// model chose one).
 std::string describeCandidates(const std::vector<CostedAlgo>& ranked, size_t limit = 4);
 
 /// Parses "key=value" lines (intra_alpha_us, intra_gbytes_per_s, inter_alpha_us, inter_gbytes_per_s,

@@ -124,6 +124,21 @@ std::optional<Selection> Selector::selectIpc(Collective coll, uint64_t bytes, co
 }
 
 namespace {
+/// The larger of a call's buffers, as select() sees it.
+uint64_t bufferBytes(const PlanParams& p) {
+  const BufferSizes b = bufferSizes(p);
+  return std::max(b.send, b.recv);
+}
+
+CostShape costShape(const CommShape& shape) {
+  CostShape cs;
+  cs.nranks = shape.nranks;
+  cs.nodes = shape.numNodes;
+  cs.ranksPerNode = std::max(1, shape.ranksPerNode > 0 ? shape.ranksPerNode : shape.maxRanksPerNode);
+  cs.uniform = shape.ranksPerNode > 0;
+  return cs;
+}
+
 /// Whether the shape allows plan algorithm `a` at all (staging needs one node, peer buffers need mapped
 /// buffers); strategies of other engines never run as plans.
 bool shapeAllows(Algo a, const CommShape& shape) {
@@ -140,7 +155,9 @@ bool shapeAllows(Algo a, const CommShape& shape) {
 Selection Selector::select(Collective coll, uint64_t bytes, const CommShape& shape) const {
   if (std::optional<Algo> forced = named(coll)) {
     if (algoSupports(*forced, coll, shape.nranks) && shapeAllows(*forced, shape)) {
-      return {*forced, "forced by CONFLUX_ALGO"};
+      // A forced hierarchical all-reduce still gets the model's chunk (bestChunk: 0 elsewhere).
+      const uint64_t chunk = shape.numNodes > 1 ? bestChunk(*forced, coll, bytes, costShape(shape), cost_) : 0;
+      return {*forced, chunk ? "forced by CONFLUX_ALGO, chunk chosen by the cost model" : "forced by CONFLUX_ALGO", chunk};
     }
     Selection s = supported(byDefault(coll, bytes, shape), coll, shape);
     s.reason = "CONFLUX_ALGO=" + std::string(algoName(*forced)) + " does not apply to " +
@@ -166,8 +183,11 @@ std::string Selector::predictedTimes(const PlanParams& p, const CommShape& shape
   for (Algo a : algosFor(p.coll)) {
     if (!algoSupports(a, p.coll, p.nranks) || !shapeAllows(a, shape)) continue;
     try {
-      const double t = planSeconds(a, p, cost_);
-      if (t >= 0) ranked.push_back({a, t});
+      PlanParams q = p;
+      const uint64_t chunk = shape.numNodes > 1 ? bestChunk(a, p.coll, bufferBytes(p), costShape(shape), cost_) : 0;
+      if (chunk != 0) q.chunkBytes = chunk;
+      const double t = planSeconds(a, q, cost_);
+      if (t >= 0) ranked.push_back({a, t, chunk});
     } catch (const Error&) {  // e.g. staging too small for this count: not a candidate
     }
   }
@@ -203,17 +223,14 @@ Selection Selector::byDefault(Collective coll, uint64_t bytes, const CommShape& 
     }
   }
   // Across nodes: the cost model's cheapest candidate that applies to this shape.
-  CostShape cs;
-  cs.nranks = shape.nranks;
-  cs.nodes = shape.numNodes;
-  cs.ranksPerNode = std::max(1, shape.ranksPerNode > 0 ? shape.ranksPerNode : shape.maxRanksPerNode);
-  cs.uniform = shape.ranksPerNode > 0;
-  std::vector<CostedAlgo> ranked = rankAlgorithms(coll, bytes, cs, cost_);
+  std::vector<CostedAlgo> ranked = rankAlgorithms(coll, bytes, costShape(shape), cost_);
   ranked.erase(std::remove_if(ranked.begin(), ranked.end(), [&](const CostedAlgo& c) { return !shapeAllows(c.algo, shape); }),
                ranked.end());
   if (ranked.empty()) return {Algo::Ring, n + " across nodes: ring (no costed candidate)"};
-  return {ranked.front().algo, n + " on " + std::to_string(shape.numNodes) + " nodes, " + human(bytes) +
-                                   ", cost model (" + cost_.source + "): " + describeCandidates(ranked)};
+  return {ranked.front().algo,
+          n + " on " + std::to_string(shape.numNodes) + " nodes, " + human(bytes) + ", cost model (" + cost_.source +
+              "): " + describeCandidates(ranked),
+          ranked.front().chunkBytes};
 }
 
 }  // namespace conflux

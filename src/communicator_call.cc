@@ -50,7 +50,9 @@ const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& 
              static_cast<unsigned long long>(bytes), nranks_, std::string(algoName(entry.selection.algo)).c_str(),
              entry.selection.reason.c_str(), selector_.predictedTimes(p, shape, 0).c_str());
   }
-  entry.plan = std::make_shared<const Plan>(buildPlan(entry.selection.algo, p));  // may throw
+  PlanParams built = p;  // the cache key stays the call's parameters: the choice follows from them
+  if (entry.selection.chunkBytes != 0) built.chunkBytes = entry.selection.chunkBytes;
+  entry.plan = std::make_shared<const Plan>(buildPlan(entry.selection.algo, built));  // may throw
   entry.traceAlgorithm = recorder_->internAlgorithm(entry.plan->algorithm);
   if (numNodes_ > 1) {
     // Barriers and staging exist only in shared memory: the selector never picks such a plan across nodes.

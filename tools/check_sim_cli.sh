@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# conflux-sim's command line: a projection on a fixture prints a row per node count and a choice; every
+# conflux-sim's command line: a projection on a fixture prints a row per node count and a choice (with the
+# chunk the model chose for a hierarchical one); every
 # refused flag exits 2 with a message that names it. Usage: check_sim_cli.sh CONFLUX_SIM FIXTURE.json
 set -u
 sim=$1 topo=$2 failed=0
 out=$("$sim" project --topo "$topo" --nodes 1,2,4 --bytes 64M 2>&1)
-rows=$(printf '%s\n' "$out" | grep -cE '^ +[124] +[0-9]+ .* [a-z_]+$')
+rows=$(printf '%s\n' "$out" | grep -cE '^ +[124] +[0-9]+ .* [a-z_]+( \([0-9]+ [KM]iB\))?$')
 if [ "$rows" -ne 3 ]; then echo "FAIL: expected 3 projection rows, got $rows:"; echo "$out"; failed=1; fi
 refuse() {  # refuse NEEDLE ARGS...: exit status 2 and NEEDLE in the message
   local needle=$1; shift
@@ -28,11 +29,17 @@ cost=$(mktemp)
 trap 'rm -f "$cost"' EXIT
 printf 'inter_alpha_us=12\ninter_gbytes_per_s=0.25\nnics_per_node=1\n' > "$cost"
 out=$("$sim" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --bytes 64K,256M --json 2>&1)
-rows=$(printf '%s\n' "$out" | grep -cE '^\{"bytes": [0-9]+, "choice": "[a-z_]+", "predicted_us": \{"[a-z_]+": [0-9.e+]+(, "[a-z_]+": [0-9.e+]+){5,}\}\}$')
+rows=$(printf '%s\n' "$out" | grep -cE '^\{"bytes": [0-9]+, "choice": "[a-z_]+", "predicted_us": \{"[a-z_]+": [0-9.e+]+(, "[a-z_]+": [0-9.e+]+){5,}\}, "chunk_bytes": \{"hier[a-z_]*": [0-9]+(, "hier[a-z_]*": [0-9]+){2}\}\}$')
 if [ "$rows" -ne 2 ]; then echo "FAIL: expected 2 prediction rows with every candidate, got $rows:"; echo "$out"; failed=1; fi
 if ! printf '%s\n' "$out" | grep -q '"bytes": 268435456, "choice": "hier"'; then
   echo "FAIL: 256 MiB on 2 x 2 ranks over one slow link should choose hier:"; echo "$out"; failed=1
 fi
+# --chunk SIZE fixes the chunk: no algorithm has one chosen.
+fixed=$("$sim" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --bytes 256M --chunk 1M --json 2>&1)
+if ! printf '%s\n' "$fixed" | grep -q '"chunk_bytes": {}}$'; then
+  echo "FAIL: --chunk 1M should leave chunk_bytes empty:"; echo "$fixed"; failed=1
+fi
+refuse "--chunk: 'x'" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --chunk x
 refuse "--nodes: '1'" predict --cost-file "$cost" --nodes 1 --ranks-per-node 2
 refuse "ranks is more than" predict --cost-file "$cost" --nodes 1048576 --ranks-per-node 8
 refuse "ranks is more than" project --topo "$topo" --nodes 262144

@@ -3,7 +3,7 @@
 //
 //   conflux-sim project --topo FILE.json [--nodes 1,2,4,...] [--bytes 1G] [--markdown]
 //                       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]
-//                       [--inter-gbytes G] [--ranks-per-node L] [--chunk 4M] [--time]
+//                       [--inter-gbytes G] [--ranks-per-node L] [--chunk auto|4M] [--time]
 //                       [--coll allreduce|allgather|reducescatter|broadcast]
 //
 // One rank per GPU (or, without GPUs, per NUMA node). The network: every rail NIC of the topology
@@ -34,6 +34,11 @@
 
 namespace {
 
+/// "512 KiB", "8 MiB": a chunk for the choice column.
+std::string sizeText(uint64_t bytes) {
+  return bytes >= (1 << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
+}
+
 using namespace conflux;
 
 // Fraction of a NIC's line rate a transport moves in practice (EFA ~ 90% of line rate in published runs).
@@ -55,10 +60,12 @@ constexpr GpuLink kGpus[] = {
 constexpr char kUsage[] =
     "usage: conflux-sim project --topo FILE.json [--nodes 1,2,4] [--bytes 1G] [--markdown]\n"
     "       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]\n"
-    "       [--inter-gbytes G (per NIC)] [--ranks-per-node L] [--chunk 4M] [--time (us, not busbw)]\n"
+    "       [--inter-gbytes G (per NIC)] [--ranks-per-node L] [--chunk auto|4M] [--time (us, not busbw)]\n"
+    "       --chunk auto (the default): 4 MiB, the hierarchical all-reduces' chunk chosen by the model (shown\n"
+    "       beside the choice); a size: that chunk for every algorithm\n"
     "       [--coll allreduce|allgather|reducescatter|broadcast]\n"
     "       conflux-sim predict --cost-file FILE --nodes N --ranks-per-node L [--bytes 64K,1M,256M]\n"
-    "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk 1M] [--json]\n";
+    "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|1M] [--json]\n";
 
 [[noreturn]] void usage() {
   std::fputs(kUsage, stderr);
@@ -123,6 +130,7 @@ int main(int argc, char** argv) {
   int ranksOverride = 0;
   bool showTime = false;
   uint64_t chunkBytes = 4 << 20;
+  bool chooseChunk = true;
   // getopt_long sees the subcommand as the program name.
   opterr = 0;
   optind = 1;
@@ -155,7 +163,10 @@ int main(int argc, char** argv) {
         if (!cli::parseInt(v, 1, 1 << 16, &ranksOverride)) bad(flag, v, "a number of ranks >= 1");
         break;
       case kTime: showTime = true; break;
-      case kChunk: size(&chunkBytes); break;
+      case kChunk:
+        chooseChunk = v == "auto";
+        if (!chooseChunk) size(&chunkBytes);
+        break;
       case kColl: collName = v; break;
       case kHelp: std::fputs(kUsage, stdout); return 0;
       case ':':
@@ -183,6 +194,7 @@ int main(int argc, char** argv) {
     CostParams p;
     p.source = "conflux-sim";
     p.chunkBytes = chunkBytes;
+    p.chooseChunk = chooseChunk;
     p.nicsPerNode = std::max<int>(1, int(rails.size()));
     double nicGbps = 0;
     for (int r : rails) nicGbps = std::max(nicGbps, m.nics[size_t(r)].speedGbps);
@@ -243,13 +255,17 @@ int main(int argc, char** argv) {
                                                             : (n - 1) / n;
       std::printf(markdown ? "| %d | %d |" : "%6d %6d", nodes, sh.nranks);
       for (Algo a : algos) {
-        const double t = predictSeconds(a, coll, bytes, sh, p);
+        CostParams q = p;
+        if (const uint64_t chunk = bestChunk(a, coll, bytes, sh, p); chunk != 0) q.chunkBytes = chunk;
+        const double t = predictSeconds(a, coll, bytes, sh, q);
         if (t <= 0) std::printf(markdown ? " – |" : " %10s", "-");
         else if (showTime) std::printf(markdown ? " %.0f |" : " %10.0f", t * 1e6);
         else std::printf(markdown ? " %.0f |" : " %10.1f", double(bytes) / t * std::max(factor, 1e-9) / 1e9);
       }
       const auto ranked = rankAlgorithms(coll, bytes, sh, p);
-      std::printf(markdown ? " %s |\n" : "  %s\n", ranked.empty() ? "-" : std::string(algoName(ranked[0].algo)).c_str());
+      std::string choice = ranked.empty() ? "-" : std::string(algoName(ranked[0].algo));
+      if (!ranked.empty() && ranked[0].chunkBytes != 0) choice += " (" + sizeText(ranked[0].chunkBytes) + ")";
+      std::printf(markdown ? " %s |\n" : "  %s\n", choice.c_str());
     }
   } catch (const Error& e) {
     std::fprintf(stderr, "conflux-sim: %s\n", e.what());

@@ -23,7 +23,9 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: conflux-sim predict --cost-file FILE --nodes N --ranks-per-node L [--bytes 64K,1M,256M]\n"
-    "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk 1M] [--json]\n";
+    "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|SIZE] [--json]\n"
+    "       --chunk auto (the default, as a communicator without CONFLUX_CHUNK_BYTES): 1 MiB, the hierarchical\n"
+    "       all-reduces' chunk chosen per size by the model; SIZE: that chunk for every algorithm\n";
 
 [[noreturn]] void refuse(const std::string& flag, const std::string& value, const char* takes) {
   std::fprintf(stderr, "conflux-sim: %s: '%s' is not %s\n%s", flag.c_str(), value.c_str(), takes, kUsage);
@@ -65,6 +67,7 @@ int simPredict(int argc, char** argv) {
   int nodes = 0, ranksPerNode = 0;
   std::vector<uint64_t> sizes = {uint64_t(1) << 20};
   uint64_t chunkBytes = kPipelineChunkBytes;
+  bool chooseChunk = true;
   bool json = false;
   opterr = 0;
   optind = 1;
@@ -87,7 +90,8 @@ int simPredict(int argc, char** argv) {
       case kBytes: sizes = parseSizes(flag, v); break;
       case kColl: collName = v; break;
       case kChunk:
-        if (!cli::parseSize(v, &chunkBytes) || chunkBytes == 0) refuse(flag, v, "a size > 0 such as 1M");
+        chooseChunk = v == "auto";
+        if (!chooseChunk && (!cli::parseSize(v, &chunkBytes) || chunkBytes == 0)) refuse(flag, v, "auto or a size > 0 such as 1M");
         break;
       case kJson: json = true; break;
       case kHelp: std::fputs(kUsage, stdout); return 0;
@@ -125,6 +129,7 @@ int simPredict(int argc, char** argv) {
     return 1;
   }
   p.chunkBytes = chunkBytes;
+  p.chooseChunk = chooseChunk;
   CostShape shape;
   shape.nodes = nodes;
   shape.ranksPerNode = ranksPerNode;
@@ -141,11 +146,22 @@ int simPredict(int argc, char** argv) {
       for (size_t i = 0; i < ranked.size(); ++i) {
         std::printf("%s\"%s\": %.6g", i ? ", " : "", std::string(algoName(ranked[i].algo)).c_str(), ranked[i].seconds * 1e6);
       }
+      std::printf("}, \"chunk_bytes\": {");
+      bool first = true;
+      for (const CostedAlgo& c : ranked) {
+        if (c.chunkBytes == 0) continue;
+        std::printf("%s\"%s\": %llu", first ? "" : ", ", std::string(algoName(c.algo)).c_str(),
+                    static_cast<unsigned long long>(c.chunkBytes));
+        first = false;
+      }
       std::printf("}}\n");
     } else {
       std::printf("%12llu  %-12s", static_cast<unsigned long long>(bytes),
                   ranked.empty() ? "-" : std::string(algoName(ranked[0].algo)).c_str());
-      for (const CostedAlgo& c : ranked) std::printf(" %s=%.1f", std::string(algoName(c.algo)).c_str(), c.seconds * 1e6);
+      for (const CostedAlgo& c : ranked) {
+        std::printf(" %s=%.1f", std::string(algoName(c.algo)).c_str(), c.seconds * 1e6);
+        if (c.chunkBytes != 0) std::printf("@%lluK", static_cast<unsigned long long>(c.chunkBytes >> 10));
+      }
       std::printf("\n");
     }
   }

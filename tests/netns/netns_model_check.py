@@ -130,6 +130,8 @@ class Checker:
                 head = f.readline()
             if "; chunk " in head:
                 chunk = head.rsplit("; chunk ", 1)[1].split()[0]
+            if "chosen per call" in head:  # no CONFLUX_CHUNK_BYTES: hierarchical chunks by the model
+                chunk = "auto"
             out = subprocess.run([self.sim, "predict", "--cost-file", cost_file, "--nodes", str(cfg.nodes),
                                   "--ranks-per-node", str(cfg.ranks), "--chunk", chunk, "--json",
                                   "--bytes", ",".join(str(s) for s in self.sizes)],

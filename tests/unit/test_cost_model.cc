@@ -143,6 +143,70 @@ TEST(CostModel, FormattedParametersReadBackExactly) {
   EXPECT_EQ(q.nicsPerNode, 3);
 }
 
+// The hierarchical all-reduces' chunk chosen by the model: the least predicted time among the powers of
+// two from 64 KiB to 64 MiB; latency pushes it up (fewer rounds), a free network down (a shorter fill,
+// where only the node's ranks work); nothing is chosen for other algorithms or with chooseChunk off.
+TEST(CostModel, BestChunkTradesRoundsAgainstTheFill) {
+  CostParams p = rateLimitedLink(2);
+  p.chooseChunk = true;
+  const CostShape shape{8, 4, 2, true};
+  const uint64_t S = 64ull << 20;
+  for (Algo a : {Algo::Hierarchical, Algo::HierarchicalRhd, Algo::HierarchicalDbtree}) {
+    const uint64_t best = bestChunk(a, Collective::AllReduce, S, shape, p);
+    ASSERT_GE(best, kMinChosenChunk) << algoName(a);
+    ASSERT_LE(best, kMaxChosenChunk) << algoName(a);
+    EXPECT_EQ(best & (best - 1), 0u) << algoName(a);
+    CostParams q = p;
+    q.chunkBytes = best;
+    const double tBest = t(a, S, shape, q);
+    for (uint64_t c = kMinChosenChunk; c <= kMaxChosenChunk; c *= 2) {
+      q.chunkBytes = c;
+      EXPECT_LE(tBest, t(a, S, shape, q)) << algoName(a) << " chunk " << c;
+    }
+    // Ten times the latency: fewer, larger rounds; a latency near zero: the smallest chunk.
+    CostParams slow = p;
+    slow.inter.alpha *= 10;
+    EXPECT_GT(bestChunk(a, Collective::AllReduce, S, shape, slow), best) << algoName(a);
+    CostParams instant = p;
+    instant.inter.alpha = instant.intra.alpha = 1e-12;
+    EXPECT_EQ(bestChunk(a, Collective::AllReduce, S, shape, instant), kMinChosenChunk) << algoName(a);
+  }
+  EXPECT_EQ(bestChunk(Algo::Ring, Collective::AllReduce, S, shape, p), 0u);
+  EXPECT_EQ(bestChunk(Algo::Hierarchical, Collective::AllGather, S, shape, p), 0u);
+  p.chooseChunk = false;
+  EXPECT_EQ(bestChunk(Algo::Hierarchical, Collective::AllReduce, S, shape, p), 0u);
+}
+
+// The selector hands the chosen chunk to the plan, also for a forced hierarchical all-reduce, and names it.
+TEST(Selector, CarriesTheModelsChunk) {
+  CostParams p = rateLimitedLink(2);
+  p.chooseChunk = true;
+  p.source = "test";
+  CommShape shape;
+  shape.nranks = 8;
+  shape.numNodes = 4;
+  shape.allLocal = false;
+  shape.ranksPerNode = 2;
+  shape.maxRanksPerNode = 2;
+  const CostShape cs{8, 4, 2, true};
+  Selector sel;
+  sel.setCostParams(p);
+  const Selection big = sel.select(Collective::AllReduce, 64ull << 20, shape);
+  ASSERT_TRUE(big.algo == Algo::Hierarchical || big.algo == Algo::HierarchicalRhd) << big.reason;
+  EXPECT_EQ(big.chunkBytes, bestChunk(big.algo, Collective::AllReduce, 64ull << 20, cs, p));
+  EXPECT_NE(big.reason.find("(chunk "), std::string::npos) << big.reason;
+  Selector forced("allreduce=hier_dbtree");
+  forced.setCostParams(p);
+  const Selection f = forced.select(Collective::AllReduce, 64ull << 20, shape);
+  EXPECT_EQ(f.algo, Algo::HierarchicalDbtree);
+  EXPECT_EQ(f.chunkBytes, bestChunk(Algo::HierarchicalDbtree, Collective::AllReduce, 64ull << 20, cs, p));
+  EXPECT_NE(f.chunkBytes, 0u);
+  // CONFLUX_CHUNK_BYTES set (chooseChunk off): the communicator's chunk, nothing chosen.
+  p.chooseChunk = false;
+  sel.setCostParams(p);
+  EXPECT_EQ(sel.select(Collective::AllReduce, 64ull << 20, shape).chunkBytes, 0u);
+}
+
 TEST(Selector, AcrossNodesTakesTheCheapestCandidateAndNamesThem) {
   Selector sel;
   CostParams p = rateLimitedLink();
