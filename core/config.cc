@@ -26,11 +26,6 @@ std::string getString(Var v) {
   return value;
 }
 
-bool isSet(Var v) {
-  const char* value = std::getenv(info(v).name);
-  return value != nullptr && *value != '\0';
-}
-
 int64_t getInt(Var v) {
   std::string s = getString(v);
   char* end = nullptr;

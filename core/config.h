@@ -25,8 +25,6 @@ const std::vector<VarInfo>& all();
 
 /// Value from the environment, or the default when unset or empty.
 std::string getString(Var v);
-/// Whether the environment sets the variable (to a non-empty value).
-bool isSet(Var v);
 /// Integer value; throws Error(InvalidArgument) naming the variable when it does not parse.
 int64_t getInt(Var v);
 /// True for 1/true/yes/on (any case).

@@ -87,6 +87,16 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   const int timeoutMs = options.timeoutMs >= 0 ? options.timeoutMs
                                                : static_cast<int>(config::getInt(config::Var::TIMEOUT_MS));
   selector_ = Selector(config::getString(config::Var::ALGO));
+  // Every rank builds its plans with this chunk, so it must be alike on all of them (as NCCL's variables);
+  // read before the bootstrap, so that a bad value fails every rank alike.
+  // "auto" keeps the default and lets the cost model pick the hierarchical all-reduces' chunk (cost_probe.cc).
+  if (config::getString(config::Var::CHUNK_BYTES) == "auto") {
+    chunkBytes_ = kPipelineChunkBytes;
+  } else if (const int64_t chunk = config::getInt(config::Var::CHUNK_BYTES); chunk < 4096 || chunk > (int64_t{1} << 30)) {
+    throw Error(Code::InvalidArgument, "CONFLUX_CHUNK_BYTES=" + std::to_string(chunk) + ": must be 4096 to 1073741824, or auto");
+  } else {
+    chunkBytes_ = static_cast<uint64_t>(chunk);
+  }
 
   const int joinTimeoutMs = options.joinTimeoutMs >= 0 ? options.joinTimeoutMs : timeoutMs;
   auto client = std::make_unique<bootstrap::StoreClient>(id, std::chrono::milliseconds(joinTimeoutMs));
@@ -141,13 +151,6 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   // rank waits on this one, so that a malformed address fails init at once; counted from below.
   // The identity (launcher variables, the host name) is read only when metrics are asked for.
   const bool metricsOn = metrics::requested() && metrics::start(metrics::identityFromLauncher(rank_, localRank_));
-
-  // Every rank builds its plans with this chunk, so it must be alike on all of them (as NCCL's variables).
-  if (const int64_t chunk = config::getInt(config::Var::CHUNK_BYTES); chunk < 4096 || chunk > (int64_t{1} << 30)) {
-    throw Error(Code::InvalidArgument, "CONFLUX_CHUNK_BYTES=" + std::to_string(chunk) + ": must be 4096 to 1073741824");
-  } else {
-    chunkBytes_ = static_cast<uint64_t>(chunk);
-  }
 
   // Shared memory among the ranks of this node.
   shm::ShmConfig cfg;

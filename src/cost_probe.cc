@@ -52,8 +52,8 @@ CostParams unpack(const Shared& s, uint64_t chunkBytes) {
   p.reduceRate = s.reduceRate;
   p.nicsPerNode = s.nicsPerNode;
   p.chunkBytes = chunkBytes;
-  // Unless the user fixed the chunk, the model picks the hierarchical all-reduces' chunk per call.
-  p.chooseChunk = !config::isSet(config::Var::CHUNK_BYTES);
+  // CONFLUX_CHUNK_BYTES=auto: the model picks the hierarchical all-reduces' chunk per call.
+  p.chooseChunk = config::getString(config::Var::CHUNK_BYTES) == "auto";
   p.source = std::string(s.source, strnlen(s.source, sizeof s.source));
   return p;
 }

@@ -28,16 +28,16 @@ refuse "usage: conflux-sim project" simulate
 cost=$(mktemp)
 trap 'rm -f "$cost"' EXIT
 printf 'inter_alpha_us=12\ninter_gbytes_per_s=0.25\nnics_per_node=1\n' > "$cost"
-out=$("$sim" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --bytes 64K,256M --json 2>&1)
+out=$("$sim" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --bytes 64K,256M --chunk auto --json 2>&1)
 rows=$(printf '%s\n' "$out" | grep -cE '^\{"bytes": [0-9]+, "choice": "[a-z_]+", "predicted_us": \{"[a-z_]+": [0-9.e+]+(, "[a-z_]+": [0-9.e+]+){5,}\}, "chunk_bytes": \{"hier[a-z_]*": [0-9]+(, "hier[a-z_]*": [0-9]+){2}\}\}$')
 if [ "$rows" -ne 2 ]; then echo "FAIL: expected 2 prediction rows with every candidate, got $rows:"; echo "$out"; failed=1; fi
 if ! printf '%s\n' "$out" | grep -q '"bytes": 268435456, "choice": "hier"'; then
   echo "FAIL: 256 MiB on 2 x 2 ranks over one slow link should choose hier:"; echo "$out"; failed=1
 fi
-# --chunk SIZE fixes the chunk: no algorithm has one chosen.
-fixed=$("$sim" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --bytes 256M --chunk 1M --json 2>&1)
+# Without --chunk auto (a fixed chunk, the default) no algorithm has one chosen.
+fixed=$("$sim" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --bytes 256M --json 2>&1)
 if ! printf '%s\n' "$fixed" | grep -q '"chunk_bytes": {}}$'; then
-  echo "FAIL: --chunk 1M should leave chunk_bytes empty:"; echo "$fixed"; failed=1
+  echo "FAIL: a fixed chunk should leave chunk_bytes empty:"; echo "$fixed"; failed=1
 fi
 refuse "--chunk: 'x'" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --chunk x
 refuse "--nodes: '1'" predict --cost-file "$cost" --nodes 1 --ranks-per-node 2

@@ -61,8 +61,8 @@ constexpr char kUsage[] =
     "usage: conflux-sim project --topo FILE.json [--nodes 1,2,4] [--bytes 1G] [--markdown]\n"
     "       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]\n"
     "       [--inter-gbytes G (per NIC)] [--ranks-per-node L] [--chunk auto|4M] [--time (us, not busbw)]\n"
-    "       --chunk auto (the default): 4 MiB, the hierarchical all-reduces' chunk chosen by the model (shown\n"
-    "       beside the choice); a size: that chunk for every algorithm\n"
+    "       --chunk SIZE: that chunk for every algorithm (4M by default); auto: 4 MiB, the hierarchical\n"
+    "       all-reduces' chunk chosen per size by the model (shown beside the choice)\n"
     "       [--coll allreduce|allgather|reducescatter|broadcast]\n"
     "       conflux-sim predict --cost-file FILE --nodes N --ranks-per-node L [--bytes 64K,1M,256M]\n"
     "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|1M] [--json]\n";
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   int ranksOverride = 0;
   bool showTime = false;
   uint64_t chunkBytes = 4 << 20;
-  bool chooseChunk = true;
+  bool chooseChunk = false;
   // getopt_long sees the subcommand as the program name.
   opterr = 0;
   optind = 1;

@@ -24,8 +24,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: conflux-sim predict --cost-file FILE --nodes N --ranks-per-node L [--bytes 64K,1M,256M]\n"
     "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|SIZE] [--json]\n"
-    "       --chunk auto (the default, as a communicator without CONFLUX_CHUNK_BYTES): 1 MiB, the hierarchical\n"
-    "       all-reduces' chunk chosen per size by the model; SIZE: that chunk for every algorithm\n";
+    "       --chunk SIZE (1M by default, as a communicator's): that chunk for every algorithm; auto (as\n"
+    "       CONFLUX_CHUNK_BYTES=auto): 1 MiB, the hierarchical all-reduces' chunk chosen per size by the model\n";
 
 [[noreturn]] void refuse(const std::string& flag, const std::string& value, const char* takes) {
   std::fprintf(stderr, "conflux-sim: %s: '%s' is not %s\n%s", flag.c_str(), value.c_str(), takes, kUsage);
@@ -67,7 +67,7 @@ int simPredict(int argc, char** argv) {
   int nodes = 0, ranksPerNode = 0;
   std::vector<uint64_t> sizes = {uint64_t(1) << 20};
   uint64_t chunkBytes = kPipelineChunkBytes;
-  bool chooseChunk = true;
+  bool chooseChunk = false;
   bool json = false;
   opterr = 0;
   optind = 1;

@@ -510,7 +510,8 @@ TEST(Api, CostSaveWritesParametersThatReadBackExactly) {
 
 // CONFLUX_CHUNK_BYTES sets the pipelining chunk: the cost model costs with it (the saved parameters say
 // so) and the hierarchical all-reduces, whose segments are one chunk per local rank, stay correct with many
-// segments in flight. A chunk below 4 KiB is refused at init, naming the variable.
+// segments in flight; auto lets the model choose theirs. A chunk below 4 KiB is refused at init, naming the
+// variable.
 TEST(Api, ChunkBytesSetsThePipelineChunk) {
   const std::string saved = ::testing::TempDir() + "/conflux-cost-chunk-" + std::to_string(getpid()) + ".txt";
   for (const char* algo : {"allreduce=hier", "allreduce=hier_rhd", "allreduce=hier_dbtree"}) {
@@ -544,7 +545,28 @@ TEST(Api, ChunkBytesSetsThePipelineChunk) {
     EXPECT_NE(readFile(saved).find("chunk 4096 bytes)"), std::string::npos) << readFile(saved);
     std::remove(saved.c_str());
   }
-  auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
+  // auto: the default chunk, the hierarchical all-reduces' chosen by the model (the saved comment says so).
+  auto out = runRanks(4, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    simulateNode(rank / 2);
+    setenv("CONFLUX_CHUNK_BYTES", "auto", 1);
+    setenv("CONFLUX_COST_PROBE", "0", 1);
+    unsetenv("CONFLUX_COST_FILE");
+    setenv("CONFLUX_COST_SAVE", saved.c_str(), 1);
+    setenv("CONFLUX_ALGO", "allreduce=hier_rhd", 1);
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+    std::vector<double> in(300001, double(rank + 1)), res(in.size());
+    EXPECT_EQ(cfxAllReduce(in.data(), res.data(), in.size(), cfxFloat64, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(res.front(), 10.0);
+    EXPECT_EQ(res.back(), 10.0);
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  });
+  ASSERT_TRUE(allSucceeded(out));
+  EXPECT_NE(readFile(saved).find("chunk 1048576 bytes, hierarchical all-reduce chunks chosen per call)"), std::string::npos)
+      << readFile(saved);
+  std::remove(saved.c_str());
+  out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
     setenv("CONFLUX_CHUNK_BYTES", "100", 1);
     cfxComm_t comm = nullptr;
     if (cfxCommInitRank(&comm, n, id, rank) != cfxInvalidArgument) return 2;
