@@ -70,8 +70,13 @@ inline constexpr uint64_t kMinChosenChunk = uint64_t{64} << 10, kMaxChosenChunk 
 /// fill and drain of the pipeline, where one link class idles.
 uint64_t bestChunk(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params);
 
+/// Predictions within this fraction of each other are a tie (rankAlgorithms).
+inline constexpr double kTieMargin = 0.01;
+
 /// The algorithms the model can cost for `c` on this shape (staging and peer-buffer algorithms need one
-/// node and are not costed here), cheapest first, each at its bestChunk where it has one.
+/// node and are not costed here), cheapest first, each at its bestChunk where it has one; except that
+/// among the candidates within kTieMargin of the cheapest, the one registered first (algosFor order)
+/// leads: the selector's choice is the front.
 std::vector<CostedAlgo> rankAlgorithms(Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params);
 
 /// "hier 8.1 ms (chunk 2 MiB) < ring 12.3 ms < rhd 14.0 ms" (at most `limit` entries; a chunk where the

@@ -1,6 +1,7 @@
 // The cost model (algorithms/cost_model.h) and the selector that uses it across nodes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -175,6 +176,24 @@ TEST(CostModel, BestChunkTradesRoundsAgainstTheFill) {
   EXPECT_EQ(bestChunk(Algo::Hierarchical, Collective::AllGather, S, shape, p), 0u);
   p.chooseChunk = false;
   EXPECT_EQ(bestChunk(Algo::Hierarchical, Collective::AllReduce, S, shape, p), 0u);
+}
+
+// Candidates the model cannot tell apart (within kTieMargin) go to the one registered first: on 4 nodes of
+// 1 rank ring, rhd, hier and hier_rhd move the same bytes and differ by a few latencies (measured in
+// namespaces, the ring ones were faster); a real difference still wins.
+TEST(CostModel, TiesGoToTheAlgorithmRegisteredFirst) {
+  const CostParams p = rateLimitedLink();
+  const CostShape fourByOne{4, 4, 1, true};
+  const auto ranked = rankAlgorithms(Collective::AllReduce, 64ull << 20, fourByOne, p);
+  ASSERT_FALSE(ranked.empty());
+  double best = ranked.front().seconds;
+  for (const CostedAlgo& c : ranked) best = std::min(best, c.seconds);
+  EXPECT_EQ(ranked.front().algo, Algo::Ring) << describeCandidates(ranked, 7);
+  EXPECT_LE(ranked.front().seconds, best * (1 + kTieMargin));
+  // The rest stay cheapest first.
+  for (size_t i = 2; i < ranked.size(); ++i) EXPECT_LE(ranked[i - 1].seconds, ranked[i].seconds);
+  // 2 nodes x 2 ranks: hier is 1.5x faster than the ring, no tie.
+  EXPECT_EQ(rankAlgorithms(Collective::AllReduce, 64ull << 20, twoByTwo(), p).front().algo, Algo::Hierarchical);
 }
 
 // The selector hands the chosen chunk to the plan, also for a forced hierarchical all-reduce, and names it.
@@ -357,6 +376,17 @@ TEST(PlanCost, RhdFormulaSeesTheCrossingsOfItsPlans) {
   const PlanParams p = blockLayoutParams(3, 3, 1 << 20);
   const double hier = predictSeconds(Algo::Hierarchical, Collective::AllReduce, 1 << 20, CostShape{9, 3, 3, true}, params);
   EXPECT_NEAR(planSeconds(Algo::Hierarchical, p, params) / hier, 1.0, 0.1);
+  // hier_rhd on node counts that fold: the survivor's extra shard each way, with segments overlapping
+  // (an earlier formula counted both folds one way: 1.5x these plans on 3 x 1).
+  for (auto [nodes, per] : {std::pair{3, 1}, {3, 2}, {5, 1}, {6, 2}}) {
+    const uint64_t bytes = 64ull << 20;
+    const PlanParams q = blockLayoutParams(nodes, per, bytes);
+    const double formula = predictSeconds(Algo::HierarchicalRhd, Collective::AllReduce, bytes,
+                                          CostShape{nodes * per, nodes, per, true}, params);
+    EXPECT_NEAR(planSeconds(Algo::HierarchicalRhd, q, params) / formula, 1.0, 0.1)
+        << "hier_rhd on " << nodes << "x" << per << ": plan " << planSeconds(Algo::HierarchicalRhd, q, params) * 1e6
+        << " us, formula " << formula * 1e6;
+  }
 }
 
 TEST(PlanCost, CostsTheSharedMemoryPlansTheFormulasLeaveOut) {
