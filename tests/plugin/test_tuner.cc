@@ -115,10 +115,17 @@ TEST_P(TunerSweep, FollowsTheCostModel) {
     for (bool ll128 : {true, false}) {
       int tree = 0, ring = 0;
       sweep(*api_, s, ll128, tree, ring);
-      // The model picks the tree family for small all-reduces and the ring family for large ones on
-      // every shape here; if that stops being true, this test must be revisited, not pass silently.
+      // The model picks the tree family for small all-reduces and the ring family for large ones on 1 and
+      // 2 nodes. On 128 nodes the tree family wins up to 1 GiB: hier_dbtree's segments overlap (their
+      // log-depth rounds are paid once, not per segment), hier's ring between nodes pays 254 rounds (1 GiB
+      // with the defaults: 1.28 s against 1.43 s, and the flat ring 1.31 s). If either stops being true,
+      // this test must be revisited, not pass silently.
       EXPECT_GT(tree, 0) << s.nRanks << "/" << s.nNodes;
-      EXPECT_GT(ring, 0) << s.nRanks << "/" << s.nNodes;
+      if (s.nNodes <= 2) {
+        EXPECT_GT(ring, 0) << s.nRanks << "/" << s.nNodes;
+      } else {
+        EXPECT_EQ(ring, 0) << s.nRanks << "/" << s.nNodes;
+      }
     }
   }
   EXPECT_TRUE(warnings().empty()) << warnings().front();
