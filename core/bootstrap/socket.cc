@@ -148,8 +148,17 @@ int tryConnect(const SockAddr& addr, Deadline deadline, Fd* out) {
     if (getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
     if (err != 0) return err;
   }
+  if (isSelfConnected(fd.get())) return ECONNREFUSED;  // nobody listens there: the caller retries
   *out = std::move(fd);
   return 0;
+}
+
+bool isSelfConnected(int fd) {
+  sockaddr_storage local{}, peer{};
+  socklen_t localLen = sizeof local, peerLen = sizeof peer;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &localLen) != 0) return false;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peerLen) != 0) return false;
+  return localLen == peerLen && std::memcmp(&local, &peer, localLen) == 0;
 }
 
 namespace {

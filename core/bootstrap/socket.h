@@ -70,8 +70,15 @@ void makeNonBlocking(int fd);
 Fd listenOn(const SockAddr& addr, int backlog);
 
 /// Starts a non-blocking connect and waits for it until @p deadline. Returns 0 and sets @p out on
-/// success, otherwise the errno of the failure (ETIMEDOUT when the deadline passed).
+/// success, otherwise the errno of the failure (ETIMEDOUT when the deadline passed). A socket that
+/// connected to itself counts as refused (ECONNREFUSED): see isSelfConnected.
 int tryConnect(const SockAddr& addr, Deadline deadline, Fd* out);
+
+/// Whether connected socket @p fd is connected to itself: its local and peer addresses are equal. On
+/// loopback a connect to a port nobody listens on, in the ephemeral range, can pick that same port as its
+/// source and "connect" by simultaneous open; a client retrying until its server listens would then talk
+/// to its own echo.
+bool isSelfConnected(int fd);
 
 /// Sends all @p n bytes before @p deadline. Throws Error(Timeout) or Error(RemoteError) (connection
 /// lost), messages naming @p peer.

@@ -139,6 +139,26 @@ inline uint16_t freePort() {
   return ntohs(reinterpret_cast<sockaddr_in&>(ss).sin_port);
 }
 
+/// A TCP port on 127.0.0.1 that stays bound (without SO_REUSEADDR) and never listens while this lives:
+/// connects to it are refused, and no other socket, of this process or a test running beside it, can
+/// take the port (freePort's released port can be, and a parallel test's store then answered).
+struct ReservedPort {
+  Fd fd;
+  uint16_t port = 0;
+};
+inline ReservedPort reservePort() {
+  ReservedPort r;
+  r.fd = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  SockAddr a = resolveAddress("127.0.0.1", 1);
+  reinterpret_cast<sockaddr_in&>(a.storage).sin_port = 0;
+  if (!r.fd.valid() || ::bind(r.fd.get(), reinterpret_cast<const sockaddr*>(&a.storage), a.len) != 0) return r;
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  getsockname(r.fd.get(), reinterpret_cast<sockaddr*>(&ss), &len);
+  r.port = ntohs(reinterpret_cast<sockaddr_in&>(ss).sin_port);
+  return r;
+}
+
 /// Runs f(rank) on n threads and rethrows nothing: returns each rank's error text ("" = success).
 template <typename F>
 std::vector<std::string> runRanks(int n, F f) {
