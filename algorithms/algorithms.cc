@@ -119,6 +119,10 @@ std::optional<Algo> parseAlgo(std::string_view name) {
 
 bool algoSupports(Algo a, Collective c, int nranks) { return nranks >= 1 && supportsCollective(a, c); }
 
+bool isHierarchical(Algo a) {
+  return a == Algo::Hierarchical || a == Algo::HierarchicalRhd || a == Algo::HierarchicalDbtree;
+}
+
 bool algoUsesStaging(Algo a) {
   const Entry* e = entry(a);
   return e != nullptr && e->staging;

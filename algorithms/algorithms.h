@@ -60,6 +60,8 @@ bool algoSupports(Algo a, Collective c, int nranks);
 
 /// Whether the algorithm's plans use peer-visible staging memory (so all ranks must share a node).
 bool algoUsesStaging(Algo a);
+/// hier, hier_rhd or hier_dbtree: plans built around the node layout (hierarchical.cc).
+bool isHierarchical(Algo a);
 
 /// Whether the algorithm's plans read and write peers' own buffers (all ranks' buffers must be mapped
 /// by every peer: library-allocated memory, see cfxMemAlloc).

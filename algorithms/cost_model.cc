@@ -388,32 +388,33 @@ double predictSeconds(Algo a, Collective c, uint64_t bytes, const CostShape& sha
   return -1;
 }
 
-uint64_t bestChunk(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params) {
-  const bool hier = a == Algo::Hierarchical || a == Algo::HierarchicalRhd || a == Algo::HierarchicalDbtree;
-  if (!params.chooseChunk || !hier || c != Collective::AllReduce) return 0;
+namespace {
+/// `a`'s predicted time at its bestChunk (chunkBytes 0: at params.chunkBytes); seconds < 0 without a formula.
+CostedAlgo costAtBestChunk(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params) {
+  CostedAlgo at{a, predictSeconds(a, c, bytes, shape, params), 0};
+  if (!params.chooseChunk || !isHierarchical(a) || c != Collective::AllReduce || at.seconds < 0) return at;
   CostParams q = params;
-  uint64_t best = 0;
-  double bestSeconds = 0;
   for (uint64_t chunk = kMinChosenChunk; chunk <= kMaxChosenChunk; chunk *= 2) {
     q.chunkBytes = chunk;
     const double t = predictSeconds(a, c, bytes, shape, q);
-    if (t < 0) return 0;
-    if (best == 0 || t < bestSeconds) {
-      best = chunk;
-      bestSeconds = t;
-    }
+    if (at.chunkBytes == 0 || t < at.seconds) at = {a, t, chunk};
   }
-  return best;
+  return at;
+}
+}  // namespace
+
+uint64_t bestChunk(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params) {
+  return costAtBestChunk(a, c, bytes, shape, params).chunkBytes;
+}
+
+std::string chunkText(uint64_t bytes) {
+  return bytes >= (1 << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
 }
 
 std::vector<CostedAlgo> rankAlgorithms(Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params) {
   std::vector<CostedAlgo> out;
   for (Algo a : algosFor(c)) {
-    const uint64_t chunk = bestChunk(a, c, bytes, shape, params);
-    CostParams q = params;
-    if (chunk != 0) q.chunkBytes = chunk;
-    const double t = predictSeconds(a, c, bytes, shape, q);
-    if (t >= 0) out.push_back({a, t, chunk});
+    if (const CostedAlgo at = costAtBestChunk(a, c, bytes, shape, params); at.seconds >= 0) out.push_back(at);
   }
   std::stable_sort(out.begin(), out.end(), [](const CostedAlgo& x, const CostedAlgo& y) { return x.seconds < y.seconds; });
   // A tie: candidates within kTieMargin of the cheapest are beyond what the model can tell apart; the one
@@ -440,9 +441,7 @@ std::string describeCandidates(const std::vector<CostedAlgo>& ranked, size_t lim
     else if (t < 1) std::snprintf(buf, sizeof buf, "%.2f ms", t * 1e3);
     else std::snprintf(buf, sizeof buf, "%.2f s", t);
     s += (i ? " < " : "") + std::string(algoName(ranked[i].algo)) + " " + buf;
-    if (const uint64_t c = ranked[i].chunkBytes; c != 0) {
-      s += c >= (1 << 20) ? " (chunk " + std::to_string(c >> 20) + " MiB)" : " (chunk " + std::to_string(c >> 10) + " KiB)";
-    }
+    if (ranked[i].chunkBytes != 0) s += " (chunk " + chunkText(ranked[i].chunkBytes) + ")";
   }
   return s;
 }

@@ -70,6 +70,9 @@ inline constexpr uint64_t kMinChosenChunk = uint64_t{64} << 10, kMaxChosenChunk 
 /// fill and drain of the pipeline, where one link class idles.
 uint64_t bestChunk(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params);
 
+/// "512 KiB", "8 MiB": a chunk as describeCandidates and conflux-sim print it.
+std::string chunkText(uint64_t bytes);
+
 /// Predictions within this fraction of each other are a tie (rankAlgorithms).
 inline constexpr double kTieMargin = 0.01;
 

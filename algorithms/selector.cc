@@ -144,8 +144,7 @@ CostShape costShape(const CommShape& shape) {
 bool shapeAllows(Algo a, const CommShape& shape) {
   if (algoEngine(a) != Engine::Plan) return false;
   // Hierarchical plans need several nodes with the same number of ranks each (else they are a plain ring).
-  const bool hier = a == Algo::Hierarchical || a == Algo::HierarchicalRhd || a == Algo::HierarchicalDbtree;
-  if (hier && (shape.numNodes < 2 || shape.ranksPerNode < 1)) {
+  if (isHierarchical(a) && (shape.numNodes < 2 || shape.ranksPerNode < 1)) {
     return false;
   }
   return (!algoUsesStaging(a) || shape.allLocal) && (!algoUsesPeerBuffers(a) || (shape.allLocal && shape.peerBuffers));

@@ -90,7 +90,8 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   // Every rank builds its plans with this chunk, so it must be alike on all of them (as NCCL's variables);
   // read before the bootstrap, so that a bad value fails every rank alike.
   // "auto" keeps the default and lets the cost model pick the hierarchical all-reduces' chunk (cost_probe.cc).
-  if (config::getString(config::Var::CHUNK_BYTES) == "auto") {
+  chooseChunk_ = config::getString(config::Var::CHUNK_BYTES) == "auto";
+  if (chooseChunk_) {
     chunkBytes_ = kPipelineChunkBytes;
   } else if (const int64_t chunk = config::getInt(config::Var::CHUNK_BYTES); chunk < 4096 || chunk > (int64_t{1} << 30)) {
     throw Error(Code::InvalidArgument, "CONFLUX_CHUNK_BYTES=" + std::to_string(chunk) + ": must be 4096 to 1073741824, or auto");
@@ -271,7 +272,7 @@ void CommunicatorImpl::setCostModel(const CommOptions& options, int timeoutMs, c
   if (options.costs) {
     selector_.setCostParams(*options.costs);
   } else {
-    selector_.setCostParams(calibrateCostModel(rank_, *nodeLayout_, *net_, chunkBytes_, timeoutMs, allGather));
+    selector_.setCostParams(calibrateCostModel(rank_, *nodeLayout_, *net_, chunkBytes_, chooseChunk_, timeoutMs, allGather));
   }
 }
 

@@ -242,6 +242,7 @@ class CommunicatorImpl {
   uint64_t stagingEpoch_ = 0;
   uint64_t stagingBytes_ = 0;
   uint64_t chunkBytes_ = kPipelineChunkBytes;
+  bool chooseChunk_ = false;  // CONFLUX_CHUNK_BYTES=auto: the cost model picks hierarchical chunks
   std::vector<std::byte> scratch_;
   ExecWorkspace work_;
   RecentBuffers recent_;  // host buffers of recent calls: is a receive buffer still in cache?

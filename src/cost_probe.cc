@@ -45,15 +45,14 @@ Shared pack(const CostParams& p, bool needProbe) {
   return s;
 }
 
-CostParams unpack(const Shared& s, uint64_t chunkBytes) {
+CostParams unpack(const Shared& s, uint64_t chunkBytes, bool chooseChunk) {
   CostParams p;
   p.intra = {s.intraAlpha, s.intraBw};
   p.inter = {s.interAlpha, s.interBw};
   p.reduceRate = s.reduceRate;
   p.nicsPerNode = s.nicsPerNode;
   p.chunkBytes = chunkBytes;
-  // CONFLUX_CHUNK_BYTES=auto: the model picks the hierarchical all-reduces' chunk per call.
-  p.chooseChunk = config::getString(config::Var::CHUNK_BYTES) == "auto";
+  p.chooseChunk = chooseChunk;
   p.source = std::string(s.source, strnlen(s.source, sizeof s.source));
   return p;
 }
@@ -169,7 +168,7 @@ std::map<std::string, CostParams> gCache;  // probed parameters by node pair (ho
 }  // namespace
 
 CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Network& net, uint64_t chunkBytes,
-                              int timeoutMs, const transport::BlobAllGather& allGather) {
+                              bool chooseChunk, int timeoutMs, const transport::BlobAllGather& allGather) {
   const std::string endpointKey = net.endpointKey();
   // NICs per node: distinct endpoint identities among a node's ranks.
   struct Key {
@@ -206,7 +205,7 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
   }
   Shared first = fromRank0(allGather, pack(params, needProbe));
   if (!first.needProbe) {
-    const CostParams shared = unpack(first, chunkBytes);
+    const CostParams shared = unpack(first, chunkBytes, chooseChunk);
     if (rank == 0) saveCostParams(shared);
     return shared;
   }
@@ -225,7 +224,7 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
                params.reduceRate / 1e9);
     }
   }
-  const CostParams shared = unpack(fromRank0(allGather, pack(params, false)), chunkBytes);
+  const CostParams shared = unpack(fromRank0(allGather, pack(params, false)), chunkBytes, chooseChunk);
   if (rank == 0) saveCostParams(shared);
   return shared;
 }

@@ -23,8 +23,9 @@ namespace conflux {
 ///   - otherwise the defaults of CostParams.
 /// NICs per node is the most distinct endpoint identities (Network::endpointKey: bound address and
 /// domains) among the ranks of one node. Rank 0's numbers are given to every rank, so all select alike.
+/// @p chunkBytes and @p chooseChunk (CONFLUX_CHUNK_BYTES, as the communicator read it) go into the result.
 /// @p timeoutMs bounds each wait of the probe's messages.
 CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Network& net, uint64_t chunkBytes,
-                              int timeoutMs, const transport::BlobAllGather& allGather);
+                              bool chooseChunk, int timeoutMs, const transport::BlobAllGather& allGather);
 
 }  // namespace conflux

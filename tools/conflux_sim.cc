@@ -34,11 +34,6 @@
 
 namespace {
 
-/// "512 KiB", "8 MiB": a chunk for the choice column.
-std::string sizeText(uint64_t bytes) {
-  return bytes >= (1 << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
-}
-
 using namespace conflux;
 
 // Fraction of a NIC's line rate a transport moves in practice (EFA ~ 90% of line rate in published runs).
@@ -264,7 +259,7 @@ int main(int argc, char** argv) {
       }
       const auto ranked = rankAlgorithms(coll, bytes, sh, p);
       std::string choice = ranked.empty() ? "-" : std::string(algoName(ranked[0].algo));
-      if (!ranked.empty() && ranked[0].chunkBytes != 0) choice += " (" + sizeText(ranked[0].chunkBytes) + ")";
+      if (!ranked.empty() && ranked[0].chunkBytes != 0) choice += " (" + chunkText(ranked[0].chunkBytes) + ")";
       std::printf(markdown ? " %s |\n" : "  %s\n", choice.c_str());
     }
   } catch (const Error& e) {

@@ -28,6 +28,17 @@ CostParams rateLimitedLink(int nics = 1) {
 
 CostShape twoByTwo() { return CostShape{4, 2, 2, true}; }
 
+/// The selector's shape of `nodes` nodes of `perNode` ranks each.
+CommShape acrossNodes(int nodes, int perNode) {
+  CommShape shape;
+  shape.nranks = nodes * perNode;
+  shape.numNodes = nodes;
+  shape.allLocal = false;
+  shape.ranksPerNode = perNode;
+  shape.maxRanksPerNode = perNode;
+  return shape;
+}
+
 double t(Algo a, uint64_t bytes, const CostShape& s, const CostParams& p) {
   return predictSeconds(a, Collective::AllReduce, bytes, s, p);
 }
@@ -201,12 +212,7 @@ TEST(Selector, CarriesTheModelsChunk) {
   CostParams p = rateLimitedLink(2);
   p.chooseChunk = true;
   p.source = "test";
-  CommShape shape;
-  shape.nranks = 8;
-  shape.numNodes = 4;
-  shape.allLocal = false;
-  shape.ranksPerNode = 2;
-  shape.maxRanksPerNode = 2;
+  CommShape shape = acrossNodes(4, 2);
   const CostShape cs{8, 4, 2, true};
   Selector sel;
   sel.setCostParams(p);
@@ -231,12 +237,7 @@ TEST(Selector, AcrossNodesTakesTheCheapestCandidateAndNamesThem) {
   CostParams p = rateLimitedLink();
   p.source = "test";
   sel.setCostParams(p);
-  CommShape shape;
-  shape.nranks = 4;
-  shape.numNodes = 2;
-  shape.allLocal = false;
-  shape.ranksPerNode = 2;
-  shape.maxRanksPerNode = 2;
+  CommShape shape = acrossNodes(2, 2);
   const Selection big = sel.select(Collective::AllReduce, 64ull << 20, shape);
   EXPECT_EQ(big.algo, Algo::Hierarchical);
   EXPECT_NE(big.reason.find("cost model (test): hier "), std::string::npos) << big.reason;
