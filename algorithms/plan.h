@@ -5,7 +5,8 @@
 // transports and CPU kernels; the simulator (simulator.h) runs the plans of 1..N virtual ranks in one
 // process to prove them correct; later the selector costs them.
 //
-// Round semantics (the executor and the simulator both implement exactly this):
+// Round semantics (the simulator implements exactly this; the executor runs each operation as soon as
+// every order below between operations that touch the same bytes allows, algorithms/op_graph.h):
 //   1. The communication operations of a round (Send, Recv, RecvReduce, Barrier) are posted together and
 //      progress concurrently; the round's communication is done when all of them completed.
 //   2. Then the local operations of the round (Copy, Reduce, Finalize, ReduceSpread) run, in the order
@@ -119,6 +120,10 @@ struct NodeLayout {
 /// The pipelining chunk of the message-passing plans: the one default the communicator, the plans and
 /// the cost model share.
 inline constexpr uint64_t kPipelineChunkBytes = uint64_t{1} << 20;
+
+/// Rounds of a plan the executor keeps open at once by default (CONFLUX_EXEC_WINDOW; src/executor.h):
+/// round by round, until running ahead measures faster (docs/projections.md, "The latency wall").
+inline constexpr int kExecWindowRounds = 1;
 
 /// What an algorithm needs to know to build one rank's plan.
 struct PlanParams {

@@ -73,7 +73,6 @@ CommunicatorImpl::~CommunicatorImpl() {
     // Nothing is posted: the buffers go, and with them any registration of them in a shared cache.
     net_->forget(scratch_.data(), scratch_.size());
     net_->forget(work_.bounce.data(), work_.bounce.size());
-    net_->forget(work_.scaledBounce.data(), work_.scaledBounce.size());
   }
 }
 
@@ -91,6 +90,10 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   // read before the bootstrap, so that a bad value fails every rank alike.
   // "auto" keeps the default and lets the cost model pick the hierarchical all-reduces' chunk (cost_probe.cc).
   chooseChunk_ = config::getString(config::Var::CHUNK_BYTES) == "auto";
+  const int64_t windowRounds = config::getInt(config::Var::EXEC_WINDOW);
+  if (windowRounds < 1 || windowRounds > 4096) {
+    throw Error(Code::InvalidArgument, "CONFLUX_EXEC_WINDOW=" + std::to_string(windowRounds) + ": must be 1 to 4096");
+  }
   if (chooseChunk_) {
     chunkBytes_ = kPipelineChunkBytes;
   } else if (const int64_t chunk = config::getInt(config::Var::CHUNK_BYTES); chunk < 4096 || chunk > (int64_t{1} << 30)) {
@@ -196,6 +199,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     env_.yieldCount = static_cast<int>(config::getInt(config::Var::YIELD_COUNT));
   }
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
+  env_.windowRounds = static_cast<int>(windowRounds);
   env_.aborted = &aborted_;
   env_.net = net_.get();
   if (metricsOn) {
@@ -272,7 +276,9 @@ void CommunicatorImpl::setCostModel(const CommOptions& options, int timeoutMs, c
   if (options.costs) {
     selector_.setCostParams(*options.costs);
   } else {
-    selector_.setCostParams(calibrateCostModel(rank_, *nodeLayout_, *net_, chunkBytes_, chooseChunk_, timeoutMs, allGather));
+    CostParams costs = calibrateCostModel(rank_, *nodeLayout_, *net_, chunkBytes_, chooseChunk_, timeoutMs, allGather);
+    costs.windowRounds = env_.windowRounds;  // the executor's, which the hierarchical formulas follow
+    selector_.setCostParams(costs);
   }
 }
 

@@ -152,7 +152,12 @@ class CommunicatorImpl {
     Selection selection;
     std::shared_ptr<const Plan> plan;
     uint32_t traceAlgorithm = 0;  ///< the plan's algorithm in the flight recorder's names
+    /// The plan's dataflow graphs (algorithms/op_graph.h), built at first use: for buffers apart, and
+    /// for the last in-place aliasing seen.
+    mutable std::shared_ptr<const OpGraph> apart, aliased;
   };
+  /// The graph of `c`'s plan for these buffers.
+  const OpGraph* graphFor(const CachedPlan& c, const ExecBuffers& bufs) const;
   /// The selector's choice and its plan for `p`, from the cache or made now (the choice depends only on
   /// the parameters, so it is cached with the plan and the fast path builds no strings).
   const CachedPlan& planFor(const PlanParams& p, uint64_t bytes, bool peerBuffers);

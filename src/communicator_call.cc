@@ -72,6 +72,16 @@ const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& 
   return planCache_.front();
 }
 
+const OpGraph* CommunicatorImpl::graphFor(const CachedPlan& c, const ExecBuffers& bufs) const {
+  if (c.apart == nullptr) c.apart = std::make_shared<const OpGraph>(buildOpGraph(*c.plan, rank_, std::nullopt));
+  const std::optional<int64_t> at = sendInRecvOf(*c.apart, bufs.send, bufs.recv);
+  if (!at) return c.apart.get();
+  if (c.aliased == nullptr || c.aliased->sendInRecv != at) {
+    c.aliased = std::make_shared<const OpGraph>(buildOpGraph(*c.plan, rank_, at));
+  }
+  return c.aliased.get();
+}
+
 CommunicatorImpl::Entry CommunicatorImpl::enter() {
   // One counter reading when the lock is free at once (the usual case): queued and started coincide.
   Entry e;
@@ -217,6 +227,7 @@ Status CommunicatorImpl::runLocked(const CallArgs& a) {
   ExecCall call = execCallOf(a, &scalar);
   call.trace = current_;
   call.recvCold = recent_.recordCall(a.send, sizes.send, a.recv, sizes.recv);
+  call.graph = graphFor(*cached, bufs);
   return execute(*plan, bufs, call);
 }
 

@@ -35,37 +35,16 @@ Status RankExecutor::run() {
   // Point-to-point batches are made by some ranks only: nothing to compare them with.
   const bool checked = local_ != nullptr && env_.checkArgs && call_.seq != 0;
   if (checked) publishCall();
-  for (size_t r = 0; r < plan_.rounds.size(); ++r) {
-    round_ = r;
-    Status s = runRound(plan_.rounds[r]);
-    if (!s) return s;
-  }
-  if (checked) {
-    Status s = checkPeerArgs();
-    if (!s) return fail(s, -1);
-  }
-  // Node-mates that see this rank exit can tell whether it died in a call (checkHealth).
-  if (local_ != nullptr && call_.seq != 0) local_->publishCompleted(call_.seq);
-  return Status::ok();
-}
-
-Status RankExecutor::runRound(const Round& round) {
-  states_.assign(round.numOps, OpState{});
-  for (uint32_t i = 0; i < round.numOps; ++i) {
-    const Op& op = plan_.ops[round.firstOp + i];
-    if (op.kind == OpKind::Barrier) states_[i].generation = local_->barrierArrive();
-  }
-  netPending_ = 0;
-  if (env_.net != nullptr) {
-    if (Status s = postNet(round); !s) return fail(s, -1);
-  }
+  states_.assign(plan_.ops.size(), OpState{});
+  if (env_.net != nullptr) planBounce();
+  slideWindow();
   Backoff backoff(env_);
   bool progressedSinceCheck = false;
   lastProgress_ = Clock::now();
   for (;;) {
     bool allDone = true;
-    bool progressed = progressComm(round, allDone);
-    if (netFailed_) return failNet(round);
+    bool progressed = progress(allDone);
+    if (netFailed_) return failNet();
     if (allDone) break;
     if (progressed) {
       backoff.progressed();
@@ -81,20 +60,20 @@ Status RankExecutor::runRound(const Round& round) {
     // Read the doorbell before the last check so that a ring in between is not lost.
     uint32_t seen = local_->doorbell();
     allDone = true;
-    if (progressComm(round, allDone)) {
+    if (progress(allDone)) {
       backoff.respin();
       progressedSinceCheck = true;
       continue;
     }
-    if (netFailed_) return failNet(round);
+    if (netFailed_) return failNet();
     if (allDone) break;
-    Status s = checkHealth(round);
+    Status s = checkHealth();
     if (!s) return s;
-    call_.trace.noteWait(static_cast<int>(round_), stuckPeer(round));
+    call_.trace.noteWait(static_cast<int>(round_), stuckPeer());
     const uint64_t blockedAt = env_.traffic != nullptr ? ticksNow() : 0;
     if (netPending_ > 0) {
       // Network completions ring no doorbell: block on the transport instead, briefly, so that
-      // local-group members of this round are not left waiting long.
+      // local-group members waited for are not left waiting long.
       pollNet(Clock::now() + (localPending_ ? kMixedNetWait : kNetWait));
     } else {
       local_->sleep(seen, kMaxSleepMs);
@@ -105,67 +84,115 @@ Status RankExecutor::runRound(const Round& round) {
     }
     backoff.woke();
   }
-  if (env_.traffic != nullptr) countTraffic(round);
-  for (uint32_t i = 0; i < round.numOps; ++i) {
-    const Op& op = plan_.ops[round.firstOp + i];
-    if (!isCommOp(op.kind)) runLocal(op);
+  if (checked) {
+    Status s = checkPeerArgs();
+    if (!s) return fail(s, -1);
   }
+  // Node-mates that see this rank exit can tell whether it died in a call (checkHealth).
+  if (local_ != nullptr && call_.seq != 0) local_->publishCompleted(call_.seq);
   return Status::ok();
 }
 
-void RankExecutor::countTraffic(const Round& round) {
-  TrafficCounters& t = *env_.traffic;
-  for (uint32_t i = 0; i < round.numOps; ++i) {
-    const Op& op = plan_.ops[round.firstOp + i];
-    if (op.kind != OpKind::Send && op.kind != OpKind::Recv && op.kind != OpKind::RecvReduce) continue;
-    if (op.peer == env_.rank) continue;  // a copy to itself moves nothing between ranks
-    const int c = isRemote(op.peer) ? TrafficCounters::kRemote : TrafficCounters::kLocal;
-    const bool send = op.kind == OpKind::Send;
-    TrafficCounters::add((send ? t.sentBytes : t.receivedBytes)[c], op.bytes);
-    TrafficCounters::add((send ? t.sentMessages : t.receivedMessages)[c], 1);
+void RankExecutor::slideWindow() {
+  const auto n = static_cast<uint32_t>(graph_.order.size());
+  while (lo_ < n && states_[graph_.order[lo_]].complete) ++lo_;
+  if (lo_ == n) {
+    hi_ = n;
+    return;
   }
+  round_ = graph_.roundOf[graph_.order[lo_]];
+  // Program order keeps rounds contiguous: the window ends with the last open round's operations.
+  const size_t lastRound = std::min(plan_.rounds.size(), round_ + windowRounds_) - 1;
+  const Round& last = plan_.rounds[lastRound];
+  uint32_t end = hi_;
+  for (uint32_t i = last.firstOp; i < last.firstOp + last.numOps; ++i) end = std::max(end, graph_.position[i] + 1);
+  hi_ = end;
+  if (env_.net != nullptr) reserveBounce();
 }
 
-bool RankExecutor::progressComm(const Round& round, bool& allDone) {
-  bool progressed = false;
-  localPending_ = false;
-  std::fill(sendBusy_.begin(), sendBusy_.end(), 0);
-  std::fill(recvBusy_.begin(), recvBusy_.end(), 0);
-  if (netPending_ > 0) progressNetQueues();
-  for (uint32_t i = 0; i < round.numOps; ++i) {
-    const Op& op = plan_.ops[round.firstOp + i];
-    OpState& st = states_[i];
-    if (st.complete || !isCommOp(op.kind)) continue;
-    if (op.kind != OpKind::Barrier && isRemote(op.peer)) {
-      progressed |= progressNet(op, st, i);
-      if (!st.complete) allDone = false;
-      continue;
+bool RankExecutor::ready(uint32_t i, uint32_t pos) const {
+  const Op& op = plan_.ops[i];
+  if (op.kind == OpKind::Barrier) return pos == lo_;  // a fence: every earlier operation completed
+  for (uint32_t k = graph_.depStart[i]; k < graph_.depStart[i + 1]; ++k) {
+    if (!states_[graph_.deps[k]].complete) return false;
+  }
+  const uint32_t prev = graph_.channelPrev[i];
+  if (prev == OpGraph::kNone) return true;
+  // Messages to another node are matched by tags given in plan order: the previous one must be posted.
+  // A stream carries one message after the other: the previous one must be complete.
+  return isRemote(op.peer) ? states_[prev].started : states_[prev].complete;
+}
+
+bool RankExecutor::start(uint32_t i, const Op& op, OpState& st) {
+  if (!isCommOp(op.kind)) {
+    runLocal(op);
+    st.started = true;
+    completed(op, st);
+    return true;
+  }
+  if (op.kind == OpKind::Barrier) {
+    if (env_.net != nullptr) {
+      netError_ = Status(Code::InternalError, "plan " + plan_.algorithm +
+                                                  " has a barrier, but ranks span nodes (barriers join one node's local group only)");
+      netFailed_ = true;
+      return false;
     }
-    switch (op.kind) {
-      case OpKind::Send:
-        // Messages to one peer leave in listed order: only the first unfinished one moves.
-        if (!sendBusy_[op.peer]) progressed |= progressSend(op, st);
-        if (!st.complete) sendBusy_[op.peer] = 1;
-        break;
-      case OpKind::Recv:
-      case OpKind::RecvReduce:
-        if (!recvBusy_[op.peer]) progressed |= progressRecv(op, st);
-        if (!st.complete) recvBusy_[op.peer] = 1;
-        break;
-      case OpKind::Barrier:
-        if (local_->barrierReached(st.generation)) {
-          st.complete = true;
-          progressed = true;
-        }
-        break;
-      default:
-        break;
-    }
-    if (!st.complete) {
-      allDone = false;
-      localPending_ = true;
+    st.generation = local_->barrierArrive();
+  } else if (isRemote(op.peer)) {
+    if (work_.roundBlock[graph_.roundOf[i]] < 0 && work_.roundBounce[graph_.roundOf[i]] > 0) return false;
+    if (Status s = postNet(i, op); !s) {
+      netError_ = s;
+      netPeer_ = op.peer;
+      netFailed_ = true;
+      return false;
     }
   }
+  st.started = true;
+  return true;
+}
+
+void RankExecutor::completed(const Op& op, OpState& st) {
+  st.complete = true;
+  if (env_.traffic != nullptr && isCommOp(op.kind) && op.kind != OpKind::Barrier) countTraffic(op);
+}
+
+bool RankExecutor::progress(bool& allDone) {
+  bool progressed = false;
+  localPending_ = false;
+  if (netPending_ > 0) progressNetQueues();
+  for (uint32_t pos = lo_; pos < hi_; ++pos) {
+    const uint32_t i = graph_.order[pos];
+    const Op& op = plan_.ops[i];
+    OpState& st = states_[i];
+    if (st.complete) continue;
+    if (!st.started) {
+      if (!ready(i, pos) || !start(i, op, st)) {
+        if (netFailed_) return progressed;
+        allDone = false;
+        continue;
+      }
+      progressed = true;
+      if (st.complete) continue;
+    }
+    if (op.kind == OpKind::Barrier) {
+      if (local_->barrierReached(st.generation)) {
+        completed(op, st);
+        progressed = true;
+      } else {
+        localPending_ = true;
+      }
+    } else if (isRemote(op.peer)) {
+      progressed |= progressNet(i, op, st);
+    } else {
+      progressed |= op.kind == OpKind::Send ? progressSend(op, st) : progressRecv(op, st);
+      if (st.complete) completed(op, st);
+      else localPending_ = true;
+    }
+    if (!st.complete) allDone = false;
+  }
+  // The window moves on as its oldest operations complete; what it opens starts on the next pass.
+  if (progressed) slideWindow();
+  if (lo_ < graph_.order.size()) allDone = false;
   return progressed;
 }
 
@@ -218,27 +245,6 @@ bool RankExecutor::progressRecv(const Op& op, OpState& st) {
   }
   st.complete = st.done == total;
   return progressed;
-}
-
-bool RankExecutor::progressNet(const Op& op, OpState& st, uint32_t i) {
-  transport::Request& req = work_.netReqs[i];
-  if (!req.done()) return false;
-  if (req.failed()) {
-    if (!netFailed_) {
-      netFailed_ = true;
-      netError_ = req.status();
-      netPeer_ = op.peer;
-    }
-    return false;
-  }
-  if (op.kind == OpKind::RecvReduce && op.bytes > 0) {
-    const void* srcs[2] = {resolve(plan_.src(op, 0)), work_.bounce.data() + work_.bounceOffset[i]};
-    combine(resolve(op.dst), srcs, 2, op.bytes / eltSize_, scaled(plan_.src(op, 0)) ? 1 : 0);
-  }
-  st.done = op.bytes;
-  st.complete = true;
-  --netPending_;
-  return true;
 }
 
 void RankExecutor::runLocal(const Op& op) {
@@ -316,7 +322,14 @@ namespace conflux {
 
 Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,
                ExecWorkspace& work) {
-  exec::RankExecutor ex(plan, bufs, call, env, work);
+  const OpGraph* graph = call.graph;
+  if (graph == nullptr) {
+    work.graph = buildOpGraph(plan, env.rank, std::nullopt);
+    // In place, the send buffer's bytes are the receive buffer's: built again with them aliased.
+    if (auto at = sendInRecvOf(work.graph, bufs.send, bufs.recv)) work.graph = buildOpGraph(plan, env.rank, at);
+    graph = &work.graph;
+  }
+  exec::RankExecutor ex(plan, *graph, bufs, call, env, work);
   return ex.run();
 }
 

@@ -3,10 +3,13 @@
 // for ranks on other nodes) and the CPU kernels. It knows the two interfaces only, not the transports
 // behind them.
 //
-// It implements the round semantics of plan.h: the communication operations of a round progress together
-// (sends and receives to the same peer in listed order, streamed in pieces so that receivers reduce while
-// senders still write), then the round's local operations run in order. A message to or from another
-// node is posted whole to the message transport at the start of its round (the transport chunks it); a
+// It implements the round semantics of plan.h as a dataflow (algorithms/op_graph.h): an operation starts
+// as soon as the earlier ones it depends on (the same bytes, one of them writing; a Barrier orders all)
+// completed, up to ExecEnv::windowRounds rounds ahead of the oldest unfinished one, so that a segment's next
+// step need not wait for every other message of its round (each waits for its own latency, not the
+// round's slowest). Messages to one peer keep their order (streamed in pieces so that receivers reduce
+// while senders still write); local operations run when their inputs are ready. A message to or from another
+// node is posted whole to the message transport when it may start (the transport chunks it); a
 // collective's tag is the call number and the message's index among this call's messages in that
 // direction with that peer, so both sides match messages in plan order; a point-to-point message's is its
 // number among all point-to-point messages between the pair in that direction (transport::p2pTag). A
@@ -25,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/op_graph.h"
 #include "algorithms/plan.h"
 #include "core/error.h"
 #include "core/transport_select.h"
@@ -71,6 +75,9 @@ struct ExecCall {
   bool recvCold = false;
   /// The flight recorder's entry of this call: notes the round and peer it blocks on (slow path only).
   TraceCursor trace;
+  /// The plan's dataflow graph for this call's buffers (algorithms/op_graph.h: built with the send
+  /// buffer's place in the receive buffer when they alias); null: execute() builds one for the call.
+  const OpGraph* graph = nullptr;
 };
 
 /// How this rank reaches one rank of the communicator, set once per communicator from the per-peer
@@ -96,6 +103,9 @@ struct ExecEnv {
   int spinCount = 2000;
   int yieldCount = 0;             ///< sched_yield() calls before sleeping (oversubscribed nodes).
   bool checkArgs = true;
+  /// Rounds of a plan open at once (CONFLUX_EXEC_WINDOW): an operation starts when what it depends on
+  /// completed, at most this many rounds after the oldest unfinished one; 1 runs round by round.
+  int windowRounds = kExecWindowRounds;
   const std::atomic<bool>* aborted = nullptr;
   /// Peers on other nodes (localIndex < 0) are reached through this (the communicator's transport::Network,
   /// or a test's fake); null when all ranks are local.
@@ -111,23 +121,35 @@ struct ExecWorkspace {
   struct OpState {
     uint64_t done = 0;        ///< Wire bytes moved (Send/Recv/RecvReduce).
     uint64_t generation = 0;  ///< Barrier generation to wait for.
+    bool started = false;     ///< Its dependencies completed and it began (messages: posted or streaming).
     bool complete = false;
   };
   std::vector<OpState> states;
-  std::vector<uint8_t> sendBusy, recvBusy, peerChecked;
+  std::vector<uint8_t> peerChecked;
   std::vector<const void*> srcPtrs;
-  // Inter-node messages: one request per operation of the round, message counters per peer for the
-  // current call, and the bounce buffer RecvReduce operations from other nodes receive into (grows to the
-  // largest round, never shrinks).
+  // Inter-node messages: one request per operation of the plan, message counters per peer for the
+  // current call, and the bounce memory RecvReduce operations from other nodes receive into, and PreMulSum
+  // sends from the own input are scaled into (grows, never shrinks). Each round that needs bounce memory
+  // reserves one block of it, in round order, as a ring (blocks are released in order once their
+  // operations completed).
   std::vector<transport::Request> netReqs;
-  std::vector<uint64_t> bounceOffset;  // per op of a round: its place in bounce (RecvReduce) or scaledBounce (Send)
+  std::vector<uint64_t> bounceOffset;  // by op: its place in its round's block, then (posted) in bounce
+  std::vector<uint64_t> roundBounce;   // by round: bytes of its block (0: none)
+  std::vector<int64_t> roundBlock;     // by round: its block's start in bounce, -1 while unreserved
+  std::vector<uint32_t> roundBounced;  // by round: bounced operations not complete yet
+  struct BounceBlock {
+    uint32_t round;
+    uint64_t start, end;
+  };
+  std::vector<BounceBlock> blocks;     // reserved, oldest first (a queue: blocks[blocksHead..])
+  size_t blocksHead = 0;
   std::vector<uint32_t> netSent, netRecvd;
   // Point-to-point messages to and from each rank on another node so far, over every batch: the k-th
   // send from A to B matches B's k-th receive from A, whatever calls or groups they were posted in.
   std::vector<uint64_t> p2pSent, p2pRecvd;
   std::vector<std::byte> bounce;
-  // PreMulSum messages to other nodes straight from the own input: scaled here first (grows, never shrinks).
-  std::vector<std::byte> scaledBounce;
+  /// The graph execute() built for a call that brought none.
+  OpGraph graph;
   /// Bytes written with non-temporal stores into this rank's and peers' receive buffers, over every call
   /// (a statistic: tests check which calls stream).
   uint64_t streamedBytes = 0;

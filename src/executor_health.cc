@@ -12,15 +12,13 @@
 
 namespace conflux::exec {
 
-std::string RankExecutor::where(const Round& round) const {
+std::string RankExecutor::where() const {
   std::string s = std::string(collectiveName(call_.coll)) +
                   (call_.seq != 0 ? " (call #" + std::to_string(call_.seq) : " (batch #" + std::to_string(call_.p2pBatch)) +
                   ", " + plan_.algorithm + ", round " + std::to_string(round_ + 1) + "/" +
                   std::to_string(plan_.rounds.size());
-  for (uint32_t i = 0; i < round.numOps; ++i) {
-    const Op& op = plan_.ops[round.firstOp + i];
-    const OpState& st = states_[i];
-    if (st.complete || !isCommOp(op.kind)) continue;  // local operations run after the communication
+  // The oldest started operation still waiting for a peer.
+  anyWaiting([&](uint32_t, const Op& op, const OpState& st) {
     if (op.kind == OpKind::Barrier) {
       int late = local_->barrierLaggard(st.generation);
       s += ", waiting at a barrier";
@@ -36,17 +34,17 @@ std::string RankExecutor::where(const Round& round) const {
       s += ", receiving " + std::to_string(op.bytes) + " bytes from rank " + std::to_string(op.peer) + " (" +
            std::to_string(std::min(st.done, op.bytes)) + " received)";
     }
-    break;
-  }
+    return true;
+  });
   return s + ")";
 }
 
-Status RankExecutor::checkHealth(const Round& round) {
-  if (Status s = interruption(env_, [&] { return where(round); }); !s) return s;
+Status RankExecutor::checkHealth() {
+  if (Status s = interruption(env_, [&] { return where(); }); !s) return s;
   // A rank on another node failed and said so (its own failure, or one it heard of): this call cannot
   // complete either.
   if (env_.net != nullptr) {
-    if (Status s = env_.net->failure(); !s) return fail(Status(s.code(), s.message() + " [during " + where(round) + "]"), -1);
+    if (Status s = env_.net->failure(); !s) return fail(Status(s.code(), s.message() + " [during " + where() + "]"), -1);
   }
   auto now = Clock::now();
   if (now - lastLiveness_ >= kLivenessInterval) {
@@ -57,13 +55,13 @@ Status RankExecutor::checkHealth(const Round& round) {
     // that completed the call and exited is not an error.
     for (int dead : local_->deadPeers()) {
       int g = env_.globalOfLocal[dead];
-      if (waitsFor(round, g)) {
-        return fail(Status(Code::RemoteError, "rank " + std::to_string(g) + " exited during " + where(round)), g);
+      if (waitsFor(g)) {
+        return fail(Status(Code::RemoteError, "rank " + std::to_string(g) + " exited during " + where()), g);
       }
       if (call_.seq != 0 && local_->peerCompleted(dead) < call_.seq) {
         return fail(Status(Code::RemoteError, "rank " + std::to_string(g) + " exited during call #" + std::to_string(call_.seq) +
                                                   " without completing it (this rank, of its node, was in " +
-                                                  where(round) + ")"),
+                                                  where() + ")"),
                     g);
       }
     }
@@ -75,7 +73,7 @@ Status RankExecutor::checkHealth(const Round& round) {
   // A message to or from another node that moves part of its bytes is progress, though it has not
   // completed: on a slow link one message may take longer than the timeout.
   if (netPending_ > 0) {
-    if (const uint64_t moved = netBytesMoved(round); !netMovedKnown_) {
+    if (const uint64_t moved = netBytesMoved(); !netMovedKnown_) {
       netMovedSeen_ = moved;
       netMovedKnown_ = true;
     } else if (moved != netMovedSeen_) {
@@ -90,7 +88,7 @@ Status RankExecutor::checkHealth(const Round& round) {
   // still time out; and progress in another call (a member busy with other work while this call waits
   // for it) is not taken over. Point-to-point batches (no call number) neither publish nor take over.
   if (call_.seq != 0) {
-    if (const Clock::time_point chain = waitedMembersProgress(round); chain > lastProgress_) lastProgress_ = chain;
+    if (const Clock::time_point chain = waitedMembersProgress(); chain > lastProgress_) lastProgress_ = chain;
     if (lastProgress_ > publishedProgress_) {
       publishedProgress_ = lastProgress_;
       local_->publishProgress(std::chrono::duration_cast<std::chrono::nanoseconds>(lastProgress_.time_since_epoch()).count(),
@@ -99,54 +97,47 @@ Status RankExecutor::checkHealth(const Round& round) {
   }
   auto idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress_).count();
   if (idleMs >= env_.timeoutMs) {
-    return reportTimeout(env_, idleMs, where(round), stuckPeer(round));
+    return reportTimeout(env_, idleMs, where(), stuckPeer());
   }
   return Status::ok();
 }
 
-bool RankExecutor::waitsFor(const Round& round, int g) const {
-  for (uint32_t i = 0; i < round.numOps; ++i) {
-    const Op& op = plan_.ops[round.firstOp + i];
-    if (states_[i].complete) continue;
+bool RankExecutor::waitsFor(int g) const {
+  return anyWaiting([&](uint32_t, const Op& op, const OpState& st) {
     if (op.peer == g) return true;
-    if (op.kind == OpKind::Barrier &&
-        local_->barrierLaggard(states_[i].generation) >= 0 &&
-        !local_->barrierReachedBy(env_.localIndex[g], states_[i].generation)) {
-      return true;
-    }
-  }
-  return false;
+    return op.kind == OpKind::Barrier && local_->barrierLaggard(st.generation) >= 0 &&
+           !local_->barrierReachedBy(env_.localIndex[g], st.generation);
+  });
 }
 
-Clock::time_point RankExecutor::waitedMembersProgress(const Round& round) const {
+Clock::time_point RankExecutor::waitedMembersProgress() const {
   int64_t latest = 0;
-  for (uint32_t i = 0; i < round.numOps; ++i) {
-    const Op& op = plan_.ops[round.firstOp + i];
-    if (states_[i].complete || !isCommOp(op.kind)) continue;
+  anyWaiting([&](uint32_t, const Op& op, const OpState& st) {
     if (op.kind == OpKind::Barrier) {
       for (int l = 0; l < local_->localSize(); ++l) {
-        if (l != local_->localRank() && !local_->barrierReachedBy(l, states_[i].generation)) {
+        if (l != local_->localRank() && !local_->barrierReachedBy(l, st.generation)) {
           latest = std::max(latest, local_->peerProgress(l, call_.seq));
         }
       }
     } else if (op.peer != env_.rank && !isRemote(op.peer)) {
       latest = std::max(latest, local_->peerProgress(env_.localIndex[op.peer], call_.seq));
     }
-  }
+    return false;
+  });
   return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(latest)));
 }
 
-int RankExecutor::stuckPeer(const Round& round) const {
-  for (uint32_t i = 0; i < round.numOps; ++i) {
-    const Op& op = plan_.ops[round.firstOp + i];
-    if (states_[i].complete) continue;
-    if (op.peer >= 0) return op.peer;
-    if (op.kind == OpKind::Barrier) {
-      int late = local_->barrierLaggard(states_[i].generation);
-      if (late >= 0) return env_.globalOfLocal[late];
+int RankExecutor::stuckPeer() const {
+  int peer = -1;
+  anyWaiting([&](uint32_t, const Op& op, const OpState& st) {
+    if (op.peer >= 0) peer = op.peer;
+    else if (op.kind == OpKind::Barrier) {
+      int late = local_->barrierLaggard(st.generation);
+      if (late >= 0) peer = env_.globalOfLocal[late];
     }
-  }
-  return -1;
+    return peer >= 0;
+  });
+  return peer;
 }
 
 Status RankExecutor::checkPeerArgs() {

@@ -4,11 +4,13 @@
 // checks, the text that says where a call stopped). The hot helpers stay inline here.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "algorithms/op_graph.h"
 #include "src/call_check.h"
 #include "src/executor.h"
 #include "src/wait.h"
@@ -30,18 +32,16 @@ constexpr uint64_t kStreamToPeerBytes = uint64_t{1} << 20;
 
 class RankExecutor {
  public:
-  RankExecutor(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,
-               ExecWorkspace& work)
+  RankExecutor(const Plan& plan, const OpGraph& graph, const ExecBuffers& bufs, const ExecCall& call,
+               const ExecEnv& env, ExecWorkspace& work)
       : plan_(plan), bufs_(bufs), call_(call), env_(env), local_(env.local),
         eltSize_(dataTypeSize(call.dtype)), reduce_(cpu::reduceFunction(call.dtype, call.op)),
         premul_(call.op == RedOp::PreMulSum ? cpu::premulSumFunction(call.dtype) : nullptr),
-        states_(work.states), sendBusy_(work.sendBusy), recvBusy_(work.recvBusy),
-        peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs), work_(work),
+        states_(work.states), peerChecked_(work.peerChecked), srcPtrs_(work.srcPtrs), work_(work),
         streamToRecv_(call.count * eltSize_ >= kStreamMessageBytes ||
                       (call.recvCold && call.count * eltSize_ >= kColdStreamBytes)),
-        streamToPeers_(bufs.send != bufs.recv && call.count * eltSize_ >= kStreamToPeerBytes) {
-    sendBusy_.assign(env.nranks, 0);
-    recvBusy_.assign(env.nranks, 0);
+        streamToPeers_(bufs.send != bufs.recv && call.count * eltSize_ >= kStreamToPeerBytes),
+        graph_(graph), windowRounds_(static_cast<uint32_t>(std::max(1, env.windowRounds))) {
     peerChecked_.assign(env.nranks, 0);
     if (env.net != nullptr) {
       work.netSent.assign(env.nranks, 0);
@@ -109,43 +109,70 @@ class RankExecutor {
     return reinterpret_cast<std::byte*>(base + ref.offset);
   }
 
-  // ---- one round ----
-  Status runRound(const Round& round);
-  bool progressComm(const Round& round, bool& allDone);
+  // ---- the dataflow loop (executor.cc) ----
+  /// The op at program position `pos` may start: what it depends on completed, the message before it on
+  /// its channel completed (a stream to a node member) or was posted (a message to another node), and a
+  /// Barrier is the oldest unfinished operation.
+  bool ready(uint32_t i, uint32_t pos) const;
+  /// Starts op i: runs a local operation, arrives at a barrier, posts a message to another node (false
+  /// when its round's bounce block is not reserved yet: it stays unstarted).
+  bool start(uint32_t i, const Op& op, OpState& st);
+  /// One pass over the window: starts what is ready and moves the started messages. True if anything
+  /// moved; allDone when every operation of the plan completed.
+  bool progress(bool& allDone);
   bool progressSend(const Op& op, OpState& st);
   bool progressRecv(const Op& op, OpState& st);
+  void completed(const Op& op, OpState& st);
+  /// Moves the window's start past completed operations and its end to the rounds it may open.
+  void slideWindow();
+  void runLocal(const Op& op);
 
-  // ---- messages to and from other nodes ----
-  // Posts every inter-node operation of the round to the transport, in plan order, and lays out the
-  // bounce buffers: one for RecvReduce operations, and for PreMulSum one for the messages sent straight
-  // from the own input, which are scaled there first (offsets[i]: the op's place in its buffer).
-  Status postNet(const Round& round);
-  /// Adds the round's sends and receives to the communicator's message counters (metrics on).
-  void countTraffic(const Round& round);
-  bool progressNet(const Op& op, OpState& st, uint32_t i);
+  // ---- messages to and from other nodes (executor_net.cc) ----
+  /// Lays out the call's bounce memory: per round, the bytes its RecvReduce operations from other nodes
+  /// receive into and (PreMulSum) its messages sent straight from the own input are scaled into first.
+  void planBounce();
+  /// Reserves, in round order, the bounce blocks of the rounds the window opened; false when the next
+  /// one does not fit yet (earlier blocks are still in use).
+  void reserveBounce();
+  /// Posts op i (a message to or from another node) to the transport with its tag.
+  Status postNet(uint32_t i, const Op& op);
+  /// Adds a message to the communicator's message counters (metrics on).
+  void countTraffic(const Op& op);
+  bool progressNet(uint32_t i, const Op& op, OpState& st);
   /// Grows a bounce buffer; the transport forgets the old one first (it may hold registrations of it).
   void growBounce(std::vector<std::byte>& buf, uint64_t bytes);
   void progressNetQueues() { env_.net->progress(); }
   void pollNet(Clock::time_point until) { env_.net->poll(until); }
-  Status failNet(const Round& round);
-  /// A count that changes while the round's inter-node operations move bytes: their messages' bytes as
+  Status failNet();
+  /// A count that changes while the started inter-node operations move bytes: their messages' bytes as
   /// they move, before they complete (transport::RequestState::movedBytes), and the transport's activity
   /// on the connections with the peers still waited for (MessageTransport::linkActivity).
-  uint64_t netBytesMoved(const Round& round) const;
-  void runLocal(const Op& op);
+  uint64_t netBytesMoved() const;
 
-  // ---- failure detection ----
-  std::string where(const Round& round) const;
+  // ---- failure detection (executor_health.cc) ----
+  /// Calls fn(i, op, state) for each started, unfinished communication operation of the window, in
+  /// program order, until it returns true.
+  template <class Fn>
+  bool anyWaiting(Fn&& fn) const {
+    for (uint32_t pos = lo_; pos < hi_; ++pos) {
+      const uint32_t i = graph_.order[pos];
+      const Op& op = plan_.ops[i];
+      const OpState& st = states_[i];
+      if (st.started && !st.complete && isCommOp(op.kind) && fn(i, op, st)) return true;
+    }
+    return false;
+  }
+  std::string where() const;
   Status fail(const Status& s, int failedRank) { return reportFailure(env_, s, failedRank); }
-  Status checkHealth(const Round& round);
+  Status checkHealth();
 
-  // True when an unfinished operation of `round` needs global rank g (its peer, or a barrier it has not
-  // reached yet).
-  bool waitsFor(const Round& round, int g) const;
+  // True when an unfinished operation needs global rank g (its peer, or a barrier it has not reached
+  // yet).
+  bool waitsFor(int g) const;
   /// The latest progress in this call published by the members of this node that an unfinished operation
-  /// of `round` waits for (a stream's peer, a barrier's laggards); the epoch when none.
-  Clock::time_point waitedMembersProgress(const Round& round) const;
-  int stuckPeer(const Round& round) const;
+  /// waits for (a stream's peer, a barrier's laggards); the epoch when none.
+  Clock::time_point waitedMembersProgress() const;
+  int stuckPeer() const;
 
   // ---- cross-rank argument checks ----
   transport::CallDescriptor descriptor() const {
@@ -164,22 +191,27 @@ class RankExecutor {
   const cpu::ReduceFn reduce_;
   const cpu::PremulFn premul_;  // PreMulSum only
   std::vector<OpState>& states_;
-  std::vector<uint8_t>& sendBusy_;
-  std::vector<uint8_t>& recvBusy_;
   std::vector<uint8_t>& peerChecked_;
   std::vector<const void*>& srcPtrs_;
   ExecWorkspace& work_;
   const bool streamToRecv_;
   const bool streamToPeers_;
-  size_t round_ = 0;
-  int netPending_ = 0;       // inter-node operations of this round not yet complete
-  bool localPending_ = false;  // operations with local-group members of this round not yet complete (last progressComm)
+  const OpGraph& graph_;
+  const uint32_t windowRounds_;
+  // The window: program positions [lo_, hi_). lo_ is the oldest unfinished operation; hi_ the end of the
+  // last round the window opens (windowRounds_ rounds from lo_'s).
+  uint32_t lo_ = 0;
+  uint32_t hi_ = 0;
+  size_t round_ = 0;         // lo_'s round
+  uint32_t nextBlock_ = 0;   // the first round whose bounce block is not reserved yet (reserveBounce)
+  int netPending_ = 0;       // posted inter-node operations not yet complete
+  bool localPending_ = false;  // started operations with local-group members not yet complete (last progress)
   bool netFailed_ = false;   // one failed: netError_ names the peer and the operation
   Status netError_;
   int netPeer_ = -1;
   Clock::time_point publishedProgress_{};  // what this rank last published to its node (publishProgress)
   uint64_t netMovedSeen_ = 0;   // netBytesMoved() when the no-progress timer last looked in this round
-  bool netMovedKnown_ = false;  // netMovedSeen_ was read in this round (postNet clears it)
+  bool netMovedKnown_ = false;  // netMovedSeen_ was read since the last message was posted (postNet clears it)
   Clock::time_point lastProgress_{};
   Clock::time_point lastLiveness_{};
 };

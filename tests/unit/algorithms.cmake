@@ -50,6 +50,11 @@ conflux_add_test(test_executor_local_group
   LIBS conflux_runtime
   LABELS unit
   TIMEOUT 300)
+# The dataflow graph of a plan (op_graph.cc): what each operation waits for.
+conflux_add_test(test_op_graph
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_op_graph.cc
+  LIBS conflux_algorithms
+  LABELS unit)
 # The lock-step clock of a group's plans (round_alignment.cc) and the hierarchical segments it lets overlap.
 conflux_add_test(test_round_alignment
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_round_alignment.cc

@@ -170,8 +170,9 @@ inline Status ringAllReduce(Cluster& cluster, int r, RankEnv& rank, uint64_t cou
 /// every rank's buffers mapped by every other, as the direct plans need) and checks every output.
 /// recvCold: the call says its receive buffers are cold (ExecCall::recvCold), so copies into them stream;
 /// `streamed` (when given) gets each rank's ExecWorkspace::streamedBytes of the call.
+/// inPlace (all-reduce only): the receive buffer holds the input and is passed as both buffers.
 inline void checkCollective(Cluster& cluster, Algo algo, Collective c, uint64_t count, const std::string& what,
-                            bool recvCold = false, std::vector<uint64_t>* streamed = nullptr) {
+                            bool recvCold = false, std::vector<uint64_t>* streamed = nullptr, bool inPlace = false) {
   const int n = cluster.nranks();
   const size_t ranks = static_cast<size_t>(n);
   std::vector<std::vector<float>> sends(ranks), recvs(ranks);
@@ -184,7 +185,8 @@ inline void checkCollective(Cluster& cluster, Algo algo, Collective c, uint64_t 
     sends[size_t(r)].resize(sizes.send / 4);
     for (size_t i = 0; i < sends[size_t(r)].size(); ++i) sends[size_t(r)][i] = input(r, i);
     recvs[size_t(r)].assign(sizes.recv / 4, -1.0f);
-    peerSend[size_t(r)] = reinterpret_cast<const std::byte*>(sends[size_t(r)].data());
+    if (inPlace) recvs[size_t(r)] = sends[size_t(r)];
+    peerSend[size_t(r)] = reinterpret_cast<const std::byte*>((inPlace ? recvs : sends)[size_t(r)].data());
     peerRecv[size_t(r)] = reinterpret_cast<std::byte*>(recvs[size_t(r)].data());
   }
   auto status = cluster.run([&](int r, RankEnv& rank) -> Status {

@@ -69,6 +69,44 @@ TEST(ExecutorOverFakeTransport, EveryMessagePassingPlanWithDelaysAndReordering) 
   EXPECT_GE(runs, 60) << "every message-passing algorithm ran";
 }
 
+// Two ranks each receive first and send second, in two rounds: round by round (window 1) neither
+// reaches its send and both time out; with a window of two rounds the sends, which touch no byte the
+// receives write, start at once and both calls complete with the peer's data. (Not a valid plan, the
+// simulator would call it a deadlock: it only shows that the executor runs ahead.)
+TEST(ExecutorOverFakeTransport, OperationsRunAheadOfUnfinishedRoundsTheyDoNotDependOn) {
+  for (int window : {1, 2}) {
+    ClusterShape sh = eachRankAlone(2, Faults{7, 2, -1, 0});
+    sh.timeoutMs = 300;
+    Cluster cluster(sh);
+    std::vector<std::vector<int32_t>> in(2), out(2);
+    auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
+      rank.env.windowRounds = window;
+      in[size_t(r)].assign(16, 100 + r);
+      out[size_t(r)].assign(16, 0);
+      PlanBuilder b("ahead");
+      b.recv(1 - r, BufRef::recv(0), 64);
+      b.nextRound();
+      b.send(1 - r, BufRef::send(0), 64);
+      ExecBuffers bufs;
+      bufs.send = reinterpret_cast<const std::byte*>(in[size_t(r)].data());
+      bufs.recv = reinterpret_cast<std::byte*>(out[size_t(r)].data());
+      ExecCall call;
+      call.dtype = DataType::Int32;
+      call.count = 16;
+      call.seq = 1;
+      return execute(b.finish(), bufs, call, rank.env, rank.work);
+    });
+    for (int r = 0; r < 2; ++r) {
+      if (window == 1) {
+        EXPECT_EQ(status[size_t(r)].code(), Code::Timeout) << "rank " << r << ": " << status[size_t(r)].message();
+      } else {
+        ASSERT_TRUE(status[size_t(r)].isOk()) << "rank " << r << ": " << status[size_t(r)].message();
+        EXPECT_EQ(out[size_t(r)][15], 100 + (1 - r));
+      }
+    }
+  }
+}
+
 // A send/recv batch: rank 0 sends three messages to rank 2 with one plan, rank 2 receives them with three
 // plans of one receive each; they match in order whatever the delays (point-to-point tags count messages
 // between the pair, not calls).
