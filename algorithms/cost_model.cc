@@ -228,7 +228,8 @@ struct Model {
   // costs a latency (the network's when it has an inter-node step) plus the slower of its link classes'
   // bytes, the bytes of every segment that is in that phase then. So the pipeline's fill and drain, where
   // only the local rank ring works (1 GiB on p5-like nodes with 4 MiB chunks: 7 rounds of up to 7 shards
-  // at each end, about 0.5 ms of 6), count as they run.
+  // at each end, about 0.5 ms of 6), count as they run. That is the executor with a window of one round;
+  // with more (the default) see the dataflow branch below.
   /// `innerRounds`: rounds of the inter-node phase of one segment; `innerBytes`: bytes a rank sends in it
   /// for the whole vector (its shard of every segment), spread evenly over those rounds.
   double hierarchical(double innerRounds, double innerBytes) const {
@@ -249,8 +250,19 @@ struct Model {
       const double alpha = net > 0 ? netAlpha : (local > 0 ? p.intra.alpha : 0.0);
       return alpha + std::max(local / p.intra.bandwidth, net * share(L) / p.inter.bandwidth);
     };
-    // Rounds T .. segments - 2 (when there are any) all hold every phase full: one of them, times their
-    // number; the fill before and the drain after, one by one.
+    if (p.windowRounds > 1) {
+      // The dataflow executor: a segment's steps follow one another as their inputs arrive, so latency is
+      // paid along one segment's path (the fill), and later segments follow at the pace of the busier
+      // link class, or of the window (W rounds open at once: a round completes per 1/W of a full one).
+      const double fill = 2.0 * double(A) * (p.intra.alpha + shard / p.intra.bandwidth) +
+                          double(B) * (netAlpha + innerStep * share(L) / p.inter.bandwidth) + p.intra.alpha;
+      const double pace = std::max({2.0 * double(A) * shard / p.intra.bandwidth,
+                                    double(B) * innerStep * share(L) / p.inter.bandwidth,
+                                    round(std::min(T, segments - 1)) / p.windowRounds});
+      return fill + double(segments - 1) * pace + reduce((L - 1.0) / L * S + innerBytes / 2);
+    }
+    // Round by round (lock-step): rounds T .. segments - 2 (when there are any) all hold every phase
+    // full: one of them, times their number; the fill before and the drain after, one by one.
     const int64_t total = segments + T - 1;
     double t = 0;
     if (segments - 1 > T) {

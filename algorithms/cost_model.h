@@ -38,6 +38,9 @@ struct CostParams {
   /// The hierarchical all-reduces' chunk is the model's choice per call (bestChunk) rather than chunkBytes
   /// (communicators do so unless CONFLUX_CHUNK_BYTES is set).
   bool chooseChunk = false;
+  /// Rounds the executor keeps open at once (CONFLUX_EXEC_WINDOW): 1 runs plans round by round, more
+  /// lets a hierarchical segment's steps follow each other as their inputs arrive.
+  int windowRounds = kExecWindowRounds;
   std::string source = "defaults";  ///< where the numbers came from ("probe", a file, "defaults")
 };
 

@@ -3,7 +3,7 @@
 //
 //   conflux-sim project --topo FILE.json [--nodes 1,2,4,...] [--bytes 1G] [--markdown]
 //                       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]
-//                       [--inter-gbytes G] [--ranks-per-node L] [--chunk auto|4M] [--time]
+//                       [--inter-gbytes G] [--ranks-per-node L] [--chunk auto|4M] [--window W] [--time]
 //                       [--coll allreduce|allgather|reducescatter|broadcast]
 //
 // One rank per GPU (or, without GPUs, per NUMA node). The network: every rail NIC of the topology
@@ -58,9 +58,9 @@ constexpr char kUsage[] =
     "       [--inter-gbytes G (per NIC)] [--ranks-per-node L] [--chunk auto|4M] [--time (us, not busbw)]\n"
     "       --chunk SIZE: that chunk for every algorithm (4M by default); auto: 4 MiB, the hierarchical\n"
     "       all-reduces' chunk chosen per size by the model (shown beside the choice)\n"
-    "       [--coll allreduce|allgather|reducescatter|broadcast]\n"
+    "       [--coll allreduce|allgather|reducescatter|broadcast] [--window W (1, round by round; as CONFLUX_EXEC_WINDOW)]\n"
     "       conflux-sim predict --cost-file FILE --nodes N --ranks-per-node L [--bytes 64K,1M,256M]\n"
-    "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|1M] [--json]\n";
+    "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|1M] [--window W] [--json]\n";
 
 [[noreturn]] void usage() {
   std::fputs(kUsage, stderr);
@@ -91,7 +91,7 @@ std::vector<int> parseList(const std::string& flag, const std::string& s) {
 
 enum Flag {
   kTopo = 256, kNodes, kBytes, kMarkdown, kIntraGBytes, kIntraAlpha, kInterAlpha, kReduceGBytes, kInterGBytes,
-  kRanksPerNode, kTime, kChunk, kColl, kHelp,
+  kRanksPerNode, kTime, kChunk, kColl, kWindow, kHelp,
 };
 const option kOptions[] = {
     {"topo", required_argument, nullptr, kTopo},
@@ -106,6 +106,7 @@ const option kOptions[] = {
     {"ranks-per-node", required_argument, nullptr, kRanksPerNode},
     {"time", no_argument, nullptr, kTime},
     {"chunk", required_argument, nullptr, kChunk},
+    {"window", required_argument, nullptr, kWindow},
     {"coll", required_argument, nullptr, kColl},
     {"help", no_argument, nullptr, kHelp},
     {nullptr, 0, nullptr, 0},
@@ -126,6 +127,7 @@ int main(int argc, char** argv) {
   bool showTime = false;
   uint64_t chunkBytes = 4 << 20;
   bool chooseChunk = false;
+  int windowRounds = kExecWindowRounds;
   // getopt_long sees the subcommand as the program name.
   opterr = 0;
   optind = 1;
@@ -163,6 +165,9 @@ int main(int argc, char** argv) {
         if (!chooseChunk) size(&chunkBytes);
         break;
       case kColl: collName = v; break;
+      case kWindow:
+        if (!cli::parseInt(v, 1, 4096, &windowRounds)) bad(flag, v, "a number of rounds from 1 to 4096");
+        break;
       case kHelp: std::fputs(kUsage, stdout); return 0;
       case ':':
         std::fprintf(stderr, "conflux-sim: %s needs a value\n%s", flag.c_str(), kUsage);
@@ -190,6 +195,7 @@ int main(int argc, char** argv) {
     p.source = "conflux-sim";
     p.chunkBytes = chunkBytes;
     p.chooseChunk = chooseChunk;
+    p.windowRounds = windowRounds;
     p.nicsPerNode = std::max<int>(1, int(rails.size()));
     double nicGbps = 0;
     for (int r : rails) nicGbps = std::max(nicGbps, m.nics[size_t(r)].speedGbps);

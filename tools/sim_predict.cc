@@ -23,9 +23,10 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: conflux-sim predict --cost-file FILE --nodes N --ranks-per-node L [--bytes 64K,1M,256M]\n"
-    "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|SIZE] [--json]\n"
+    "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|SIZE] [--window W] [--json]\n"
     "       --chunk SIZE (1M by default, as a communicator's): that chunk for every algorithm; auto (as\n"
-    "       CONFLUX_CHUNK_BYTES=auto): 1 MiB, the hierarchical all-reduces' chunk chosen per size by the model\n";
+    "       CONFLUX_CHUNK_BYTES=auto): 1 MiB, the hierarchical all-reduces' chunk chosen per size by the model\n"
+    "       --window W (1 by default, as CONFLUX_EXEC_WINDOW's): rounds the executor keeps open; 1: round by round\n";
 
 [[noreturn]] void refuse(const std::string& flag, const std::string& value, const char* takes) {
   std::fprintf(stderr, "conflux-sim: %s: '%s' is not %s\n%s", flag.c_str(), value.c_str(), takes, kUsage);
@@ -46,7 +47,7 @@ std::vector<uint64_t> parseSizes(const std::string& flag, const std::string& s) 
   return out;
 }
 
-enum Flag { kCostFile = 256, kNodes, kRanksPerNode, kBytes, kColl, kChunk, kJson, kHelp };
+enum Flag { kCostFile = 256, kNodes, kRanksPerNode, kBytes, kColl, kChunk, kWindow, kJson, kHelp };
 const option kOptions[] = {
     {"cost-file", required_argument, nullptr, kCostFile},
     {"nodes", required_argument, nullptr, kNodes},
@@ -54,6 +55,7 @@ const option kOptions[] = {
     {"bytes", required_argument, nullptr, kBytes},
     {"coll", required_argument, nullptr, kColl},
     {"chunk", required_argument, nullptr, kChunk},
+    {"window", required_argument, nullptr, kWindow},
     {"json", no_argument, nullptr, kJson},
     {"help", no_argument, nullptr, kHelp},
     {nullptr, 0, nullptr, 0},
@@ -68,6 +70,7 @@ int simPredict(int argc, char** argv) {
   std::vector<uint64_t> sizes = {uint64_t(1) << 20};
   uint64_t chunkBytes = kPipelineChunkBytes;
   bool chooseChunk = false;
+  int windowRounds = kExecWindowRounds;
   bool json = false;
   opterr = 0;
   optind = 1;
@@ -92,6 +95,9 @@ int simPredict(int argc, char** argv) {
       case kChunk:
         chooseChunk = v == "auto";
         if (!chooseChunk && (!cli::parseSize(v, &chunkBytes) || chunkBytes == 0)) refuse(flag, v, "auto or a size > 0 such as 1M");
+        break;
+      case kWindow:
+        if (!cli::parseInt(v, 1, 4096, &windowRounds)) refuse(flag, v, "a number of rounds from 1 to 4096");
         break;
       case kJson: json = true; break;
       case kHelp: std::fputs(kUsage, stdout); return 0;
@@ -130,6 +136,7 @@ int simPredict(int argc, char** argv) {
   }
   p.chunkBytes = chunkBytes;
   p.chooseChunk = chooseChunk;
+  p.windowRounds = windowRounds;
   CostShape shape;
   shape.nodes = nodes;
   shape.ranksPerNode = ranksPerNode;

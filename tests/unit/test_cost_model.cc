@@ -158,9 +158,12 @@ TEST(CostModel, FormattedParametersReadBackExactly) {
 // The hierarchical all-reduces' chunk chosen by the model: the least predicted time among the powers of
 // two from 64 KiB to 64 MiB; latency pushes it up (fewer rounds), a free network down (a shorter fill,
 // where only the node's ranks work); nothing is chosen for other algorithms or with chooseChunk off.
+// Round by round (a window of one round), where every round pays a latency; the dataflow executor pays
+// latency along one segment's path only, so its chunk is never larger.
 TEST(CostModel, BestChunkTradesRoundsAgainstTheFill) {
   CostParams p = rateLimitedLink(2);
   p.chooseChunk = true;
+  p.windowRounds = 1;
   const CostShape shape{8, 4, 2, true};
   const uint64_t S = 64ull << 20;
   for (Algo a : {Algo::Hierarchical, Algo::HierarchicalRhd, Algo::HierarchicalDbtree}) {
@@ -182,6 +185,10 @@ TEST(CostModel, BestChunkTradesRoundsAgainstTheFill) {
     CostParams instant = p;
     instant.inter.alpha = instant.intra.alpha = 1e-12;
     EXPECT_EQ(bestChunk(a, Collective::AllReduce, S, shape, instant), kMinChosenChunk) << algoName(a);
+    CostParams dataflow = slow;
+    dataflow.windowRounds = 16;
+    EXPECT_LE(bestChunk(a, Collective::AllReduce, S, shape, dataflow), bestChunk(a, Collective::AllReduce, S, shape, slow)) << algoName(a);
+    EXPECT_LT(t(a, S, shape, dataflow), t(a, S, shape, slow)) << algoName(a) << ": latency overlaps the transfers";
   }
   EXPECT_EQ(bestChunk(Algo::Ring, Collective::AllReduce, S, shape, p), 0u);
   EXPECT_EQ(bestChunk(Algo::Hierarchical, Collective::AllGather, S, shape, p), 0u);
