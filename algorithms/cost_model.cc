@@ -252,12 +252,15 @@ struct Model {
     };
     if (p.windowRounds > 1) {
       // The dataflow executor: a segment's steps follow one another as their inputs arrive, so latency is
-      // paid along one segment's path (the fill), and later segments follow at the pace of the busier
-      // link class, or of the window (W rounds open at once: a round completes per 1/W of a full one).
-      const double fill = 2.0 * double(A) * (p.intra.alpha + shard / p.intra.bandwidth) +
-                          double(B) * (netAlpha + innerStep * share(L) / p.inter.bandwidth) + p.intra.alpha;
-      const double pace = std::max({2.0 * double(A) * shard / p.intra.bandwidth,
-                                    double(B) * innerStep * share(L) / p.inter.bandwidth,
+      // paid along one segment's path (the fill). Later segments follow one per step time: the busier
+      // link class's bytes of all segments in flight (one per step of the phase; messages to a node-mate
+      // keep plan order, so no more are in flight than lock-step has), or one step's own latency and
+      // bytes when that is longer (the latency-bound case, where running ahead gains nothing), or the
+      // window's (W rounds open at once).
+      const double netStep = innerStep * share(L) / p.inter.bandwidth, localStep = shard / p.intra.bandwidth;
+      const double fill = 2.0 * double(A) * (p.intra.alpha + localStep) + double(B) * (netAlpha + netStep) + p.intra.alpha;
+      const double pace = std::max({2.0 * double(A) * localStep, double(B) * netStep, netAlpha + netStep,
+                                    A > 0 ? p.intra.alpha + localStep : 0.0,
                                     round(std::min(T, segments - 1)) / p.windowRounds});
       return fill + double(segments - 1) * pace + reduce((L - 1.0) / L * S + innerBytes / 2);
     }

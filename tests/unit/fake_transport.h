@@ -10,7 +10,10 @@
 //     being delivered, and its peer never sees the message;
 //   - a slow link: every message takes `deliveryMs` of wall time once matched (a send: once posted), its
 //     bytes moving evenly over it (RequestState::movedBytes), or, `countsBytes` off, seen only whole at
-//     the end, as a transport that cannot tell.
+//     the end, as a transport that cannot tell;
+//   - a link of finite bandwidth (`linkBytesPerMs`): each rank's sends leave one after another at that
+//     rate, and a message arrives `deliveryMs` (its latency) after its last byte left; a receive
+//     completes when its message has arrived.
 // poll() sleeps on a condition variable that every post and match notifies.
 #pragma once
 
@@ -41,11 +44,14 @@ struct Faults {
   uint64_t failAt = 0;   ///< 1-based number of that rank's posted operation that fails
   int deliveryMs = 0;    ///< wall time every message takes to move (0: none)
   bool countsBytes = true;  ///< movedBytes grows while a slow message moves (false: 0 until it completes)
+  double linkBytesPerMs = 0;  ///< each rank's outgoing link, sends in turn (0: unlimited; deliveryMs then counts from the match)
 };
 
 class FakeFabric {
  public:
-  FakeFabric(int nranks, Faults faults) : nranks_(nranks), faults_(faults), rng_(faults.seed), inflight_(size_t(nranks)), posted_(size_t(nranks), 0) {}
+  FakeFabric(int nranks, Faults faults)
+      : nranks_(nranks), faults_(faults), rng_(faults.seed), inflight_(size_t(nranks)), posted_(size_t(nranks), 0),
+        linkFree_(size_t(nranks)) {}
 
   class Endpoint;
   /// Rank `rank`'s transport; the fabric must outlive it.
@@ -65,6 +71,7 @@ class FakeFabric {
     int owner = 0;
     int countdown = 0;
     transport::Clock::time_point scheduled{};
+    transport::Clock::time_point due{};  ///< when it completes (slow or rate-limited links)
     std::vector<std::byte> payload;  ///< a send's bytes, copied at post
     void* dst = nullptr;             ///< a receive's buffer
   };
@@ -93,10 +100,16 @@ class FakeFabric {
     if (send) {
       op->payload.assign(static_cast<const std::byte*>(src), static_cast<const std::byte*>(src) + bytes);
       schedule(op);
+      if (faults_.linkBytesPerMs > 0) {  // it leaves when the link is free, and arrives a latency later
+        auto& free = linkFree_[size_t(self)];
+        free = std::max(free, op->scheduled) + std::chrono::duration_cast<transport::Clock::duration>(
+                                                  std::chrono::duration<double, std::milli>(double(bytes) / faults_.linkBytesPerMs));
+        op->due = free + std::chrono::milliseconds(faults_.deliveryMs);
+      }
       auto& waiting = recvs_[key];
       if (!waiting.empty()) {
         deliver(*op, *waiting.front());
-        schedule(waiting.front());
+        schedule(waiting.front(), op.get());
         waiting.pop_front();
       } else {
         sends_[key].push_back(op);
@@ -106,7 +119,7 @@ class FakeFabric {
       auto& waiting = sends_[key];
       if (!waiting.empty()) {
         deliver(*waiting.front(), *op);
-        schedule(op);
+        schedule(op, waiting.front().get());
         waiting.pop_front();
       } else {
         recvs_[key].push_back(op);
@@ -125,9 +138,12 @@ class FakeFabric {
     }
     if (send.bytes > 0) std::memcpy(recv.dst, send.payload.data(), send.bytes);
   }
-  void schedule(const std::shared_ptr<Op>& op) {
+  /// Starts op's delay; a receive matched with `sent` completes no earlier than that send's arrival.
+  void schedule(const std::shared_ptr<Op>& op, const Op* sent = nullptr) {
     op->countdown = faults_.maxDelay > 0 ? std::uniform_int_distribution<int>(0, faults_.maxDelay)(rng_) : 0;
     op->scheduled = transport::Clock::now();
+    op->due = op->scheduled + std::chrono::milliseconds(faults_.deliveryMs);
+    if (sent != nullptr && faults_.linkBytesPerMs > 0) op->due = std::max(op->scheduled, sent->due);
     inflight_[size_t(op->owner)].push_back(op);
   }
   static void finish(Op& op, Status s) {
@@ -139,9 +155,8 @@ class FakeFabric {
 
   /// How far a slow message has moved (0..1), 1 when the link is not slow.
   double movedFraction(const Op& op, transport::Clock::time_point now) const {
-    if (faults_.deliveryMs <= 0) return 1.0;
-    const double ms = std::chrono::duration<double, std::milli>(now - op.scheduled).count();
-    return std::min(1.0, ms / faults_.deliveryMs);
+    if (op.due <= op.scheduled) return 1.0;
+    return std::min(1.0, std::chrono::duration<double>(now - op.scheduled) / (op.due - op.scheduled));
   }
 
   void progress(int self) {
@@ -185,6 +200,7 @@ class FakeFabric {
   std::map<Key, std::deque<std::shared_ptr<Op>>> sends_, recvs_;  ///< unmatched, in post order
   std::vector<std::vector<std::shared_ptr<Op>>> inflight_;         ///< by owner: waiting for their delay
   std::vector<uint64_t> posted_;                                   ///< operations posted, by rank
+  std::vector<transport::Clock::time_point> linkFree_;             ///< by rank: when its outgoing link is idle
 };
 
 class FakeFabric::Endpoint : public transport::MessageTransport {
