@@ -228,8 +228,8 @@ struct Model {
   // costs a latency (the network's when it has an inter-node step) plus the slower of its link classes'
   // bytes, the bytes of every segment that is in that phase then. So the pipeline's fill and drain, where
   // only the local rank ring works (1 GiB on p5-like nodes with 4 MiB chunks: 7 rounds of up to 7 shards
-  // at each end, about 0.5 ms of 6), count as they run. That is the executor with a window of one round;
-  // with more (the default) see the dataflow branch below.
+  // at each end, about 0.5 ms of 6), count as they run. That is the executor with a window of one round
+  // (the default); with more, see the dataflow branch below.
   /// `innerRounds`: rounds of the inter-node phase of one segment; `innerBytes`: bytes a rank sends in it
   /// for the whole vector (its shard of every segment), spread evenly over those rounds.
   double hierarchical(double innerRounds, double innerBytes) const {

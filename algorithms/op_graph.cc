@@ -156,6 +156,7 @@ OpGraph buildOpGraph(const Plan& plan, int rank, std::optional<int64_t> sendInRe
   g.roundOf.assign(n, 0);
   g.channelPrev.assign(n, kNone);
   g.depStart.assign(n + 1, 0);
+  g.roundEnd.assign(plan.rounds.size(), 0);
   for (uint32_t r = 0; r < plan.rounds.size(); ++r) {
     const Round& round = plan.rounds[r];
     for (int pass = 0; pass < 2; ++pass) {  // communication first, then the local operations
@@ -166,6 +167,7 @@ OpGraph buildOpGraph(const Plan& plan, int rank, std::optional<int64_t> sendInRe
         g.roundOf[i] = r;
       }
     }
+    g.roundEnd[r] = static_cast<uint32_t>(g.order.size());
   }
   // Dependencies in program order; each op's list is stored at its own index.
   std::vector<std::vector<uint32_t>> lists(n);

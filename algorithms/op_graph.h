@@ -13,7 +13,9 @@
 //   - messages to one peer, and from one peer, keep their plan order (the executor enforces that per
 //     channel; the graph gives each message its predecessor on the channel).
 // In place, the caller's send and receive buffers alias: the graph is then built with the send buffer's
-// position inside the receive buffer, so that their bytes are compared as one buffer.
+// position inside the receive buffer, so that their bytes are compared as one buffer. A peer's send and
+// receive buffers (BufRef::peerSend/peerRecv) are compared as two: the plans that name them (direct) touch
+// a peer's aliased bytes only within one operation, and cross-rank accesses are ordered by barriers.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +40,8 @@ struct OpGraph {
   std::vector<uint32_t> channelPrev;
   /// By op index: the round it belongs to.
   std::vector<uint32_t> roundOf;
+  /// By round: the program position after its last operation (rounds are contiguous in program order).
+  std::vector<uint32_t> roundEnd;
   /// The highest byte the plan touches in this rank's own send and receive buffers (to tell whether a
   /// call's buffers overlap).
   uint64_t sendExtent = 0;

@@ -8,7 +8,9 @@
 // Round semantics (the simulator implements exactly this; the executor runs each operation as soon as
 // every order below between operations that touch the same bytes allows, algorithms/op_graph.h):
 //   1. The communication operations of a round (Send, Recv, RecvReduce, Barrier) are posted together and
-//      progress concurrently; the round's communication is done when all of them completed.
+//      progress concurrently; the round's communication is done when all of them completed. A Barrier is
+//      the only communication operation of its round (the executor runs it as a fence: it starts once
+//      every earlier operation completed).
 //   2. Then the local operations of the round (Copy, Reduce, Finalize, ReduceSpread) run, in the order
 //      listed.
 //   3. Operations of one round must not conflict: no two may touch overlapping bytes of the same buffer

@@ -104,6 +104,9 @@ void Simulator::validate(int r) {
         fail(rd, i, "sources out of range");
       }
       if (op.kind == OpKind::Barrier) continue;
+      if (isCommOp(op.kind) && roundBarrier) {
+        fail(rd, i, "a message in a round with a Barrier (a Barrier is its round's only communication: the executor runs it as a fence)");
+      }
       if (op.bytes % elt_ != 0) fail(rd, i, std::to_string(op.bytes) + " bytes is not a whole number of elements");
       if (isCommOp(op.kind)) {
         if (op.peer < 0 || op.peer >= n_ || op.peer == r) fail(rd, i, "invalid peer " + std::to_string(op.peer));
@@ -112,16 +115,10 @@ void Simulator::validate(int r) {
       for (uint32_t s = 0; s < op.nsrc; ++s) {
         const BufRef& src = plan.src(op, s);
         checkRef(r, rd, i, src, op.bytes, false);
-        if (isCommOp(op.kind) && roundBarrier && src.kind == BufKind::Staging) {
-          fail(rd, i, "staging used by a message in a round with a Barrier (its order is undefined)");
-        }
       }
       for (uint32_t k = 0; k < op.nextra; ++k) checkRef(r, rd, i, plan.extraDst(op, k), op.bytes, true);
       if (writesDst(op.kind)) {
         checkRef(r, rd, i, op.dst, op.bytes, true);
-        if (isCommOp(op.kind) && roundBarrier && op.dst.kind == BufKind::Staging) {
-          fail(rd, i, "staging used by a message in a round with a Barrier (its order is undefined)");
-        }
       }
     }
     checkRoundConflicts(r, rd);

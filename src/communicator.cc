@@ -222,6 +222,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     PlanBuilder b("entry barrier");
     b.barrier();
     entryBarrier_ = b.finish();
+    entryBarrierGraph_ = buildOpGraph(entryBarrier_, rank_, std::nullopt);
   }
   const int64_t eagerWanted = config::getInt(config::Var::EAGER_BYTES);
   const uint64_t eagerBytes = std::min<uint64_t>(eagerWanted > 0 ? static_cast<uint64_t>(eagerWanted) : 0, eagerCapacity());
@@ -276,9 +277,8 @@ void CommunicatorImpl::setCostModel(const CommOptions& options, int timeoutMs, c
   if (options.costs) {
     selector_.setCostParams(*options.costs);
   } else {
-    CostParams costs = calibrateCostModel(rank_, *nodeLayout_, *net_, chunkBytes_, chooseChunk_, timeoutMs, allGather);
-    costs.windowRounds = env_.windowRounds;  // the executor's, which the hierarchical formulas follow
-    selector_.setCostParams(costs);
+    selector_.setCostParams(
+        calibrateCostModel(rank_, *nodeLayout_, *net_, chunkBytes_, chooseChunk_, env_.windowRounds, timeoutMs, allGather));
   }
 }
 

@@ -216,6 +216,7 @@ class CommunicatorImpl {
   std::unique_ptr<shm::ShmWorld> world_;
   std::unique_ptr<DirectCalls> direct_;  // null when direct algorithms are off (CONFLUX_DIRECT=0)
   Plan entryBarrier_;                    // the one-Barrier plan of direct_call.h step 2
+  OpGraph entryBarrierGraph_;            // its dataflow graph (built once: the call runs often)
   ExecEnv env_;
   Selector selector_;
   CommShape shape_;

@@ -243,6 +243,7 @@ Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& siz
   ExecCall call = execCallOf(a, nullptr);
   call.seq = seq_ + 1;  // the call this barrier opens
   call.trace = current_;
+  call.graph = &entryBarrierGraph_;
   if (Status s = conflux::execute(entryBarrier_, ExecBuffers{}, call, env_, work_); !s) return failed(s);
   try {
     direct = direct_->resolve(a.coll, a.root, bufs);

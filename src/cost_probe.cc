@@ -29,6 +29,7 @@ struct Shared {
   double intraAlpha, intraBw, interAlpha, interBw, reduceRate;
   int32_t nicsPerNode;
   int32_t needProbe;  // 1: rank 0 has nothing cached; the probe pair measures now
+  int32_t windowRounds;  // rank 0's CONFLUX_EXEC_WINDOW: every rank's model follows one executor setting
   char source[48];
 };
 
@@ -41,6 +42,7 @@ Shared pack(const CostParams& p, bool needProbe) {
   s.reduceRate = p.reduceRate;
   s.nicsPerNode = p.nicsPerNode;
   s.needProbe = needProbe ? 1 : 0;
+  s.windowRounds = p.windowRounds;
   std::strncpy(s.source, p.source.c_str(), sizeof s.source - 1);
   return s;
 }
@@ -53,6 +55,7 @@ CostParams unpack(const Shared& s, uint64_t chunkBytes, bool chooseChunk) {
   p.nicsPerNode = s.nicsPerNode;
   p.chunkBytes = chunkBytes;
   p.chooseChunk = chooseChunk;
+  p.windowRounds = std::max(1, int(s.windowRounds));
   p.source = std::string(s.source, strnlen(s.source, sizeof s.source));
   return p;
 }
@@ -168,7 +171,7 @@ std::map<std::string, CostParams> gCache;  // probed parameters by node pair (ho
 }  // namespace
 
 CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Network& net, uint64_t chunkBytes,
-                              bool chooseChunk, int timeoutMs, const transport::BlobAllGather& allGather) {
+                              bool chooseChunk, int windowRounds, int timeoutMs, const transport::BlobAllGather& allGather) {
   const std::string endpointKey = net.endpointKey();
   // NICs per node: distinct endpoint identities among a node's ranks.
   struct Key {
@@ -203,6 +206,7 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
       else needProbe = true;
     }
   }
+  params.windowRounds = windowRounds;
   Shared first = fromRank0(allGather, pack(params, needProbe));
   if (!first.needProbe) {
     const CostParams shared = unpack(first, chunkBytes, chooseChunk);
@@ -224,6 +228,7 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
                params.reduceRate / 1e9);
     }
   }
+  params.windowRounds = windowRounds;
   const CostParams shared = unpack(fromRank0(allGather, pack(params, false)), chunkBytes, chooseChunk);
   if (rank == 0) saveCostParams(shared);
   return shared;

@@ -23,9 +23,11 @@ namespace conflux {
 ///   - otherwise the defaults of CostParams.
 /// NICs per node is the most distinct endpoint identities (Network::endpointKey: bound address and
 /// domains) among the ranks of one node. Rank 0's numbers are given to every rank, so all select alike.
-/// @p chunkBytes and @p chooseChunk (CONFLUX_CHUNK_BYTES, as the communicator read it) go into the result.
+/// @p chunkBytes and @p chooseChunk (CONFLUX_CHUNK_BYTES, as the communicator read it) go into the result;
+/// so does rank 0's @p windowRounds (CONFLUX_EXEC_WINDOW), which the hierarchical formulas follow, so that
+/// every rank's selector chooses alike even if the setting differs between ranks.
 /// @p timeoutMs bounds each wait of the probe's messages.
 CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Network& net, uint64_t chunkBytes,
-                              bool chooseChunk, int timeoutMs, const transport::BlobAllGather& allGather);
+                              bool chooseChunk, int windowRounds, int timeoutMs, const transport::BlobAllGather& allGather);
 
 }  // namespace conflux

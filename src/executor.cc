@@ -1,5 +1,6 @@
-// The executor's round loop: streamed sends and receives with the local group's members, the local operations,
-// and the entry point (executor.h has the semantics; rank_executor.h the class, split over three files).
+// The executor's dataflow loop: the window of open rounds, starting operations whose dependencies completed,
+// streamed sends and receives with the local group's members, the local operations, and the entry point
+// (executor.h has the semantics; rank_executor.h the class, split over three files).
 #include "src/executor.h"
 
 #include <algorithm>
@@ -102,11 +103,7 @@ void RankExecutor::slideWindow() {
   }
   round_ = graph_.roundOf[graph_.order[lo_]];
   // Program order keeps rounds contiguous: the window ends with the last open round's operations.
-  const size_t lastRound = std::min(plan_.rounds.size(), round_ + windowRounds_) - 1;
-  const Round& last = plan_.rounds[lastRound];
-  uint32_t end = hi_;
-  for (uint32_t i = last.firstOp; i < last.firstOp + last.numOps; ++i) end = std::max(end, graph_.position[i] + 1);
-  hi_ = end;
+  hi_ = graph_.roundEnd[std::min(plan_.rounds.size(), round_ + windowRounds_) - 1];
   if (env_.net != nullptr) reserveBounce();
 }
 
@@ -324,9 +321,13 @@ Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, 
                ExecWorkspace& work) {
   const OpGraph* graph = call.graph;
   if (graph == nullptr) {
-    work.graph = buildOpGraph(plan, env.rank, std::nullopt);
-    // In place, the send buffer's bytes are the receive buffer's: built again with them aliased.
-    if (auto at = sendInRecvOf(work.graph, bufs.send, bufs.recv)) work.graph = buildOpGraph(plan, env.rank, at);
+    if (bufs.send == nullptr && bufs.recv == nullptr) {
+      work.graph = buildOpGraph(plan, env.rank, 0);  // point-to-point batches: offsets are addresses, one space
+    } else {
+      work.graph = buildOpGraph(plan, env.rank, std::nullopt);
+      // In place, the send buffer's bytes are the receive buffer's: built again with them aliased.
+      if (auto at = sendInRecvOf(work.graph, bufs.send, bufs.recv)) work.graph = buildOpGraph(plan, env.rank, at);
+    }
     graph = &work.graph;
   }
   exec::RankExecutor ex(plan, *graph, bufs, call, env, work);

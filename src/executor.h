@@ -133,7 +133,7 @@ struct ExecWorkspace {
   // reserves one block of it, in round order, as a ring (blocks are released in order once their
   // operations completed).
   std::vector<transport::Request> netReqs;
-  std::vector<uint64_t> bounceOffset;  // by op: its place in its round's block, then (posted) in bounce
+  std::vector<uint64_t> bounceOffset;  // by op: its place in its round's block (roundBlock adds the block's start)
   std::vector<uint64_t> roundBounce;   // by round: bytes of its block (0: none)
   std::vector<int64_t> roundBlock;     // by round: its block's start in bounce, -1 while unreserved
   std::vector<uint32_t> roundBounced;  // by round: bounced operations not complete yet

@@ -49,7 +49,7 @@ Status RankExecutor::checkHealth() {
   auto now = Clock::now();
   if (now - lastLiveness_ >= kLivenessInterval) {
     lastLiveness_ = now;
-    // A dead peer this round still waits for is an error; so is one that exited before completing this
+    // A dead peer a started operation still waits for is an error; so is one that exited before completing this
     // collective call, though this rank waits for another now (a rank on another node, say): the call
     // cannot complete everywhere, and the ranks that wait for it would only learn at their timeout. One
     // that completed the call and exited is not an error.

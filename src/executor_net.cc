@@ -10,7 +10,8 @@ namespace {
 // Bounce regions start at multiples of this.
 constexpr uint64_t kBounceAlign = 64;
 // Bounce memory kept for rounds ahead of the oldest one (beyond the largest round's block, which lets
-// the rounds run one by one whatever their size): small rounds (pipelined segments) run ahead within it.
+// the rounds run one by one whatever their size), at most (window - 1) largest blocks: small rounds
+// (pipelined segments) run ahead within it.
 constexpr uint64_t kBounceAheadBytes = uint64_t{16} << 20;
 
 constexpr uint64_t alignBounce(uint64_t b) { return (b + kBounceAlign - 1) / kBounceAlign * kBounceAlign; }
@@ -41,8 +42,10 @@ void RankExecutor::planBounce() {
     largest = std::max(largest, bytes);
     total += bytes;
   }
-  // Nothing is in flight between calls, so nothing is posted into the old buffer when it grows.
-  growBounce(work_.bounce, std::min(total, largest + kBounceAheadBytes));
+  // Round by round, one block is in use at a time. Nothing is in flight between calls, so nothing is
+  // posted into the old buffer when it grows.
+  const uint64_t ahead = std::min(kBounceAheadBytes, largest * (windowRounds_ - 1));
+  growBounce(work_.bounce, std::min(total, largest + ahead));
   nextBlock_ = 0;
 }
 

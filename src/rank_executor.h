@@ -1,5 +1,5 @@
 // RankExecutor: one rank running one plan, with the round semantics of executor.h. Internal to the
-// executor's three files: executor.cc (rounds, streams to the local group, local operations),
+// executor's three files: executor.cc (the dataflow loop, streams to the local group, local operations),
 // executor_net.cc (messages to and from other nodes), executor_health.cc (failure detection, argument
 // checks, the text that says where a call stopped). The hot helpers stay inline here.
 #pragma once
@@ -131,8 +131,8 @@ class RankExecutor {
   /// Lays out the call's bounce memory: per round, the bytes its RecvReduce operations from other nodes
   /// receive into and (PreMulSum) its messages sent straight from the own input are scaled into first.
   void planBounce();
-  /// Reserves, in round order, the bounce blocks of the rounds the window opened; false when the next
-  /// one does not fit yet (earlier blocks are still in use).
+  /// Releases the blocks of finished rounds and reserves, in round order, those of the rounds the window
+  /// opened, stopping at the first that does not fit yet (earlier blocks are still in use).
   void reserveBounce();
   /// Posts op i (a message to or from another node) to the transport with its tag.
   Status postNet(uint32_t i, const Op& op);
@@ -210,7 +210,7 @@ class RankExecutor {
   Status netError_;
   int netPeer_ = -1;
   Clock::time_point publishedProgress_{};  // what this rank last published to its node (publishProgress)
-  uint64_t netMovedSeen_ = 0;   // netBytesMoved() when the no-progress timer last looked in this round
+  uint64_t netMovedSeen_ = 0;   // netBytesMoved() when the no-progress timer last looked
   bool netMovedKnown_ = false;  // netMovedSeen_ was read since the last message was posted (postNet clears it)
   Clock::time_point lastProgress_{};
   Clock::time_point lastLiveness_{};

@@ -180,6 +180,51 @@ TEST(ExecutorOverFakeLocalGroup, HierarchicalPlansOfManySegmentsRunAheadCorrectl
   EXPECT_EQ(runs, 36);
 }
 
+// PreMulSum across nodes: every message to another node straight from a rank's own input is scaled into
+// bounce memory first, which it shares with the RecvReduces in each round's block of the ring. With 64
+// messages' worth of rounds open, and with one, every element is the sum of each rank's input times its
+// scalar (r + 1, exact in float).
+TEST(ExecutorOverFakeLocalGroup, PreMulSumAcrossNodesScalesEachInputOnceWhateverTheWindow) {
+  const std::vector<int> nodeOf = {0, 0, 1, 1, 2, 2};
+  const int n = int(nodeOf.size());
+  const uint64_t count = 6007;
+  uint32_t seed = 1300;
+  for (Algo a : {Algo::Ring, Algo::RecHalvingDoubling, Algo::Hierarchical, Algo::HierarchicalRhd}) {
+    for (int window : {1, 64}) {
+      Cluster cluster(shape(nodeOf, seed++));
+      std::vector<std::vector<float>> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+      auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
+        rank.env.windowRounds = window;
+        in[size_t(r)].resize(count);
+        for (uint64_t i = 0; i < count; ++i) in[size_t(r)][i] = input(r, i);
+        out[size_t(r)].assign(count, -1.0f);
+        const Plan plan = buildPlan(a, paramsFor(cluster, Collective::AllReduce, count, r, 0));
+        std::vector<std::byte> scratch(plan.scratchBytes);
+        ExecBuffers bufs;
+        bufs.send = reinterpret_cast<const std::byte*>(in[size_t(r)].data());
+        bufs.recv = reinterpret_cast<std::byte*>(out[size_t(r)].data());
+        bufs.scratch = scratch.data();
+        const float scalar = float(r + 1);
+        ExecCall call;
+        call.op = RedOp::PreMulSum;
+        call.scalar = &scalar;
+        call.count = count;
+        call.seq = 1;
+        return execute(plan, bufs, call, rank.env, rank.work);
+      });
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(status[size_t(r)].isOk()) << algoName(a) << " window " << window << ": rank " << r << ": "
+                                              << status[size_t(r)].message();
+        for (uint64_t i = 0; i < count; ++i) {
+          float want = 0;
+          for (int q = 0; q < n; ++q) want += float(q + 1) * input(q, i);
+          ASSERT_EQ(out[size_t(r)][i], want) << algoName(a) << " window " << window << ": rank " << r << " element " << i;
+        }
+      }
+    }
+  }
+}
+
 // Running ahead over a network with latency and finite bandwidth (4 ms per message, 128 bytes per ms per
 // rank's link; the fake transport, fake_transport.h): hier_rhd of 16 segments on 4 nodes of 2 ranks is
 // right with a window of 1 and of 16 rounds, and both times are printed (a measurement, not a target:

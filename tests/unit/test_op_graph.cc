@@ -6,6 +6,7 @@
 
 #include "algorithms/algorithms.h"
 #include "algorithms/op_graph.h"
+#include "core/error.h"
 
 namespace conflux {
 namespace {
@@ -107,88 +108,122 @@ TEST(OpGraph, AReferenceNamingThisRanksOwnBufferIsItsOwn) {
 }
 
 // Every dependency points backwards in program order, and two operations that touch the same bytes
-// (one writing) in different rounds are ordered by a chain of dependencies: checked on real plans,
-// including hierarchical ones whose segments overlap.
+// (one writing) in different rounds are ordered by a chain of dependencies (a Barrier orders everything
+// before it): checked on the real plans of every plan algorithm for every collective it runs, on one node
+// and across nodes, in place (with the send buffer where the collective puts it) and out of place.
 TEST(OpGraph, OrdersEveryConflictInRealPlans) {
-  struct Case {
-    Algo algo;
+  struct Shape {
     int nodes, perNode;
-    bool inPlace;
   };
-  const Case cases[] = {{Algo::Ring, 1, 5, false}, {Algo::TwoShot, 1, 4, true}, {Algo::OneShot, 1, 3, false},  {Algo::RecHalvingDoubling, 1, 6, true},
-                        {Algo::DoubleBinaryTree, 1, 7, false}, {Algo::Hierarchical, 3, 2, true},
-                        {Algo::HierarchicalRhd, 4, 2, false}, {Algo::HierarchicalDbtree, 3, 3, true}};
-  for (const Case& c : cases) {
-    const int n = c.nodes * c.perNode;
+  const Shape shapes[] = {{1, 3}, {1, 4}, {3, 2}, {2, 3}};
+  const Collective colls[] = {Collective::AllReduce, Collective::Reduce, Collective::Broadcast,
+                              Collective::AllGather, Collective::ReduceScatter, Collective::AllToAll};
+  const Algo algos[] = {Algo::Ring, Algo::RecHalvingDoubling, Algo::BinomialTree, Algo::DoubleBinaryTree,
+                        Algo::OneShot, Algo::TwoShot, Algo::Pairwise, Algo::Direct, Algo::Hierarchical,
+                        Algo::HierarchicalRhd, Algo::HierarchicalDbtree};
+  int plansChecked = 0;
+  for (const Shape& sh : shapes) {
+    const int n = sh.nodes * sh.perNode;
     std::vector<int> nodeOf(static_cast<size_t>(n));
-    for (int r = 0; r < n; ++r) nodeOf[static_cast<size_t>(r)] = r / c.perNode;
-    PlanParams p;
-    p.nranks = n;
-    p.count = 4099;
-    p.chunkBytes = 4096;
-    p.stagingBytes = 4096;
-    if (c.nodes > 1) p.layout = std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(nodeOf));
-    for (int r = 0; r < n; ++r) {
-      p.rank = r;
-      const Plan plan = buildPlan(c.algo, p);
-      const OpGraph g = buildOpGraph(plan, r, c.inPlace ? std::optional<int64_t>(0) : std::nullopt);
-      const size_t ops = plan.ops.size();
-      // reach[i]: the operations i waits for, directly or not (bitsets over program positions).
-      std::vector<std::vector<bool>> reach(ops, std::vector<bool>(ops, false));
-      for (uint32_t pos = 0; pos < ops; ++pos) {
-        const uint32_t i = g.order[pos];
-        if (plan.ops[i].kind == OpKind::Barrier) {  // a fence: after everything before it
-          for (uint32_t q = 0; q < pos; ++q) reach[i][g.order[q]] = true;
-        }
-        for (uint32_t k = g.depStart[i]; k < g.depStart[i + 1]; ++k) {
-          const uint32_t d = g.deps[k];
-          ASSERT_LT(g.position[d], pos) << algoName(c.algo) << " rank " << r;
-          reach[i][d] = true;
-          for (size_t x = 0; x < ops; ++x) {
-            if (reach[d][x]) reach[i][x] = true;
-          }
-        }
-      }
-      // Byte ranges each op writes and reads, in the receive buffer's terms when in place.
-      struct Access {
-        int kind;
-        uint64_t lo, hi;
-        bool write;
-      };
-      auto accesses = [&](uint32_t i) {
-        const Op& op = plan.ops[i];
-        std::vector<Access> out;
-        auto add = [&](const BufRef& ref, bool write) {
-          int kind = static_cast<int>(ref.kind);
-          uint64_t lo = ref.offset;
-          if (c.inPlace && ref.kind == BufKind::Send) kind = static_cast<int>(BufKind::Recv);
-          out.push_back({kind, lo, lo + op.bytes, write});
-        };
-        if (op.kind != OpKind::Recv && op.kind != OpKind::Finalize) {
-          for (uint32_t k = 0; k < op.nsrc; ++k) add(plan.src(op, k), false);
-        }
-        if (op.kind != OpKind::Send) add(op.dst, true);
-        for (uint32_t k = 0; op.kind == OpKind::ReduceSpread && k < op.nextra; ++k) add(plan.extraDst(op, k), true);
-        return out;
-      };
-      for (uint32_t a = 0; a < ops; ++a) {
-        for (uint32_t b2 = a + 1; b2 < ops; ++b2) {
-          const uint32_t i = g.order[a], j = g.order[b2];
-          if (g.roundOf[i] == g.roundOf[j] && isCommOp(plan.ops[i].kind) && isCommOp(plan.ops[j].kind)) continue;
-          bool conflict = false;
-          for (const Access& x : accesses(i)) {
-            for (const Access& y : accesses(j)) {
-              if (x.kind == y.kind && (x.write || y.write) && x.lo < y.hi && y.lo < x.hi) conflict = true;
+    for (int r = 0; r < n; ++r) nodeOf[static_cast<size_t>(r)] = r / sh.perNode;
+    for (Collective coll : colls) {
+      for (Algo algo : algos) {
+        if (!algoSupports(algo, coll, n)) continue;
+        for (bool inPlace : {false, true}) {
+          PlanParams p;
+          p.coll = coll;
+          p.nranks = n;
+          p.count = 1031;
+          p.root = n - 1;
+          p.chunkBytes = 1024;
+          p.stagingBytes = 2048;
+          if (sh.nodes > 1) p.layout = std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(nodeOf));
+          for (int r = 0; r < n; ++r) {
+            p.rank = r;
+            Plan plan;
+            try {
+              plan = buildPlan(algo, p);
+            } catch (const Error&) {
+              break;  // not for this shape (a hierarchical plan on one node, say)
             }
-          }
-          if (conflict) {
-            ASSERT_TRUE(reach[j][i]) << algoName(c.algo) << " rank " << r << ": op " << j << " (" << opKindName(plan.ops[j].kind)
-                                     << ") does not wait for op " << i << " (" << opKindName(plan.ops[i].kind) << ")";
+            // Where the collective puts the send buffer in the receive buffer in place.
+            const int64_t block = static_cast<int64_t>(p.count) * p.eltSize;
+            int64_t at = 0;
+            if (coll == Collective::AllGather) at = r * block;
+            if (coll == Collective::ReduceScatter) at = -r * block;
+            const std::optional<int64_t> sendInRecv = inPlace ? std::optional<int64_t>(at) : std::nullopt;
+            const OpGraph g = buildOpGraph(plan, r, sendInRecv);
+            const size_t ops = plan.ops.size();
+            // reach[i]: the operations i waits for, directly or not.
+            std::vector<std::vector<bool>> reach(ops, std::vector<bool>(ops, false));
+            for (uint32_t pos = 0; pos < ops; ++pos) {
+              const uint32_t i = g.order[pos];
+              if (plan.ops[i].kind == OpKind::Barrier) {  // a fence: after everything before it
+                for (uint32_t q = 0; q < pos; ++q) reach[i][g.order[q]] = true;
+              }
+              for (uint32_t k = g.depStart[i]; k < g.depStart[i + 1]; ++k) {
+                const uint32_t d = g.deps[k];
+                ASSERT_LT(g.position[d], pos) << algoName(algo) << " rank " << r;
+                reach[i][d] = true;
+                for (size_t x = 0; x < ops; ++x) {
+                  if (reach[d][x]) reach[i][x] = true;
+                }
+              }
+            }
+            // Byte ranges each op reads and writes: a buffer (kind, owner) and a range, the send buffer
+            // in the receive buffer's terms in place.
+            struct Access {
+              int kind, owner;
+              int64_t lo, hi;
+              bool write;
+            };
+            auto accesses = [&](uint32_t i) {
+              const Op& op = plan.ops[i];
+              std::vector<Access> out;
+              auto add = [&](const BufRef& ref, bool write) {
+                const int owner = ref.rank == r ? -1 : ref.rank;
+                int kind = static_cast<int>(ref.kind);
+                auto lo = static_cast<int64_t>(ref.offset);
+                if (inPlace && ref.kind == BufKind::Send && owner == -1) {
+                  kind = static_cast<int>(BufKind::Recv);
+                  lo += at;
+                }
+                out.push_back({kind, owner, lo, lo + static_cast<int64_t>(op.bytes), write});
+              };
+              if (op.kind == OpKind::Barrier) return out;
+              if (op.kind != OpKind::Recv && op.kind != OpKind::Finalize) {
+                for (uint32_t k = 0; k < op.nsrc; ++k) add(plan.src(op, k), false);
+              }
+              if (op.kind != OpKind::Send) add(op.dst, true);
+              for (uint32_t k = 0; op.kind == OpKind::ReduceSpread && k < op.nextra; ++k) add(plan.extraDst(op, k), true);
+              return out;
+            };
+            for (uint32_t a = 0; a < ops; ++a) {
+              const uint32_t i = g.order[a];
+              const std::vector<Access> ai = accesses(i);
+              for (uint32_t b2 = a + 1; b2 < ops; ++b2) {
+                const uint32_t j = g.order[b2];
+                if (g.roundOf[i] == g.roundOf[j] && isCommOp(plan.ops[i].kind) && isCommOp(plan.ops[j].kind)) continue;
+                bool conflict = false;
+                for (const Access& x : ai) {
+                  for (const Access& y : accesses(j)) {
+                    conflict |= x.kind == y.kind && x.owner == y.owner && (x.write || y.write) && x.lo < y.hi && y.lo < x.hi;
+                  }
+                }
+                if (conflict) {
+                  ASSERT_TRUE(reach[j][i]) << algoName(algo) << " " << collectiveName(coll) << (inPlace ? " in place" : "")
+                                           << " rank " << r << ": op " << j << " (" << opKindName(plan.ops[j].kind)
+                                           << ") does not wait for op " << i << " (" << opKindName(plan.ops[i].kind) << ")";
+                }
+              }
+            }
+            ++plansChecked;
           }
         }
       }
     }
   }
+  EXPECT_GE(plansChecked, 400);
 }
 
 }  // namespace

@@ -67,6 +67,17 @@ TEST(SimNegative, Deadlock) {
   expectError(r, "rank 0 (call 0, round 0) waits on op 0 (Recv from rank 1, 16 bytes)");
 }
 
+TEST(SimNegative, MessageInABarriersRound) {
+  // The executor runs a Barrier as a fence, after everything before it: rank 0's receive listed first
+  // would wait for rank 1's send, which waits behind rank 1's barrier, which waits for rank 0.
+  const SimResult r = run(config(Collective::AllReduce, 2, 4), [](PlanBuilder& b, const PlanParams& p) {
+    if (p.rank == 0) b.recv(1, BufRef::recv(0), 16);
+    b.barrier();
+    if (p.rank == 1) b.send(0, BufRef::send(0), 16);
+  });
+  expectError(r, "a message in a round with a Barrier");
+}
+
 TEST(SimNegative, SizeMismatch) {
   const SimResult r = run(config(Collective::AllReduce, 2, 2), [](PlanBuilder& b, const PlanParams& p) {
     if (p.rank == 0) b.send(1, BufRef::send(0), 8);
