@@ -152,7 +152,6 @@ OpGraph buildOpGraph(const Plan& plan, int rank, std::optional<int64_t> sendInRe
   const auto n = static_cast<uint32_t>(plan.ops.size());
   g.sendInRecv = sendInRecv;
   g.order.reserve(n);
-  g.position.assign(n, 0);
   g.roundOf.assign(n, 0);
   g.channelPrev.assign(n, kNone);
   g.depStart.assign(n + 1, 0);
@@ -162,7 +161,6 @@ OpGraph buildOpGraph(const Plan& plan, int rank, std::optional<int64_t> sendInRe
     for (int pass = 0; pass < 2; ++pass) {  // communication first, then the local operations
       for (uint32_t i = round.firstOp; i < round.firstOp + round.numOps; ++i) {
         if (isCommOp(plan.ops[i].kind) != (pass == 0)) continue;
-        g.position[i] = static_cast<uint32_t>(g.order.size());
         g.order.push_back(i);
         g.roundOf[i] = r;
       }

@@ -29,8 +29,6 @@ namespace conflux {
 struct OpGraph {
   /// The operations in program order (indices into Plan::ops): each round's communication first.
   std::vector<uint32_t> order;
-  /// By op index: its place in `order`.
-  std::vector<uint32_t> position;
   /// By op index: the operations it waits for are deps[depStart[i] .. depStart[i + 1]) (op indices,
   /// each earlier in program order). A Barrier has none here: it waits for every earlier operation.
   std::vector<uint32_t> depStart;

@@ -33,8 +33,7 @@ void RankExecutor::planBounce() {
     uint64_t& bytes = work_.roundBounce[r];
     for (uint32_t i = round.firstOp; i < round.firstOp + round.numOps; ++i) {
       const Op& op = plan_.ops[i];
-      const bool bounced = op.kind == OpKind::RecvReduce || (op.kind == OpKind::Send && scaled(plan_.src(op, 0)));
-      if (!bounced || !isRemote(op.peer)) continue;
+      if (!usesBounce(op) || !isRemote(op.peer)) continue;
       work_.bounceOffset[i] = bytes;
       bytes += alignBounce(op.bytes);
       ++work_.roundBounced[r];
@@ -122,12 +121,11 @@ bool RankExecutor::progressNet(uint32_t i, const Op& op, OpState& st) {
     return false;
   }
   const uint32_t round = graph_.roundOf[i];
-  const bool bounced = op.kind == OpKind::RecvReduce || (op.kind == OpKind::Send && scaled(plan_.src(op, 0)));
   if (op.kind == OpKind::RecvReduce && op.bytes > 0) {
     const void* srcs[2] = {resolve(plan_.src(op, 0)), work_.bounce.data() + work_.roundBlock[round] + work_.bounceOffset[i]};
     combine(resolve(op.dst), srcs, 2, op.bytes / eltSize_, scaled(plan_.src(op, 0)) ? 1 : 0);
   }
-  if (bounced) --work_.roundBounced[round];
+  if (usesBounce(op)) --work_.roundBounced[round];
   req = transport::Request{};
   st.done = op.bytes;
   completed(op, st);

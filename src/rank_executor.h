@@ -59,6 +59,11 @@ class RankExecutor {
   bool isRemote(int peer) const { return env_.links[peer].via == PeerTransport::Network; }
   // PreMulSum: reads of this rank's own input are scaled.
   bool scaled(const BufRef& ref) const { return premul_ != nullptr && ref.kind == BufKind::Send && !isPeer(ref); }
+  /// Sent to or received from another node, `op` passes through bounce memory: a RecvReduce lands there,
+  /// and a PreMulSum send from the own input is scaled there first.
+  bool usesBounce(const Op& op) const {
+    return op.kind == OpKind::RecvReduce || (op.kind == OpKind::Send && scaled(plan_.src(op, 0)));
+  }
 
   /// dst = the reduction of `count` elements of srcs; PreMulSum multiplies the sources whose bit is set in
   /// `scaledMask` (those read from this rank's own input) by the call's scalar.
