@@ -192,10 +192,11 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   env_.timeoutMs = timeoutMs;
   env_.spinCount = static_cast<int>(config::getInt(config::Var::SPIN_COUNT));
   // More ranks on this machine than cores (local ranks, or simulated nodes sharing the machine): a
-  // spinning rank steals the core a peer needs, so block almost at once.
+  // spinning rank steals the core a peer needs, so yield almost at once.
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (cpus > 0 && std::max(localSize_, ranksOnMachine_) > cpus) {
-    env_.spinCount = std::min(env_.spinCount, 50);
+    env_.spinCount = static_cast<int>(
+        std::min<int64_t>(env_.spinCount, config::getInt(config::Var::OVERSUBSCRIBED_SPIN_COUNT)));
     env_.yieldCount = static_cast<int>(config::getInt(config::Var::YIELD_COUNT));
   }
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);

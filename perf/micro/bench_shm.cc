@@ -9,16 +9,28 @@
 //                                        the whole message (channel empty again). Counter GBps.
 //          shm/pingpong/8B/spin:<n>      8 bytes 0 -> 1 -> 0; counter one_way_s (half a round trip).
 //          shm/barrier/ranks:<n>/spin:<n> one barrier of n ranks per iteration.
+//          sched/handoff/processes:2     two processes pinned to one CPU pass a turn back and forth
+//                                        through a shared word, yielding the core while it is not
+//                                        theirs; counter handoff_s (one switch from one to the other).
+//                                        The floor of a collective with two ranks per core: each rank
+//                                        must run once per call, so a call costs at least two of them.
 // spin:<n> is how many polls a waiter makes before it sleeps on its doorbell (CONFLUX_SPIN_COUNT's
 // default is 2000; spin:0 sleeps at once and so measures the futex wake path).
 // CONFLUX_SHM_CHANNEL_BYTES sets the channel size, as for a communicator.
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "bench_util.h"
 #include "shm_threads.h"
+#include "core/config.h"
 #include "transport/shm/shm_world.h"
 
 namespace {
@@ -123,6 +135,53 @@ void benchBarrier(benchmark::State& state, int nranks, int spin) {
   }
 }
 
+// One process of the handoff benchmark: takes its turn (the turn word's parity is `me`) until `stop`.
+void takeTurns(std::atomic<uint64_t>& turn, std::atomic<bool>& stop, uint64_t me) {
+  while (!stop.load(std::memory_order_relaxed)) {
+    if ((turn.load(std::memory_order_acquire) & 1) == me) {
+      turn.fetch_add(1, std::memory_order_acq_rel);
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+void benchHandoff(benchmark::State& state) {
+  struct Shared {
+    std::atomic<uint64_t> turn{0};
+    std::atomic<bool> stop{false};
+  };
+  void* page = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) {
+    state.SkipWithError("mmap failed");
+    return;
+  }
+  auto* sh = new (page) Shared;
+  cpu_set_t saved, one;
+  sched_getaffinity(0, sizeof saved, &saved);
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  sched_setaffinity(0, sizeof one, &one);  // the child inherits it: both on this CPU
+  const pid_t child = fork();
+  if (child == 0) {
+    takeTurns(sh->turn, sh->stop, 1);
+    _exit(0);
+  }
+  constexpr int kTurns = 1000;  // per iteration: 2000 switches (ours and the child's turns)
+  for (auto _ : state) {
+    for (int i = 0; i < kTurns; ++i) {
+      while ((sh->turn.load(std::memory_order_acquire) & 1) != 0) sched_yield();
+      sh->turn.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+  sh->stop.store(true);
+  if (child > 0) waitpid(child, nullptr, 0);
+  sched_setaffinity(0, sizeof saved, &saved);
+  munmap(page, sizeof(Shared));
+  state.counters["handoff_s"] = benchmark::Counter(static_cast<double>(state.iterations()) * 2 * kTurns,
+                                                   benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 void registerAll() {
   const int ncpu = conflux::bench::allowedCpus();
   const int spins[] = {2000, 0};
@@ -138,13 +197,16 @@ void registerAll() {
   }
   for (int n : {2, 4}) {
     // More ranks than cores: spinning steals the core the others need, so spin briefly (as the
-    // communicator does) instead of the default.
-    const int busySpin = n > ncpu ? 50 : 2000;
+    // communicator does: CONFLUX_OVERSUBSCRIBED_SPIN_COUNT) instead of the default.
+    const int busySpin = n > ncpu ? static_cast<int>(conflux::config::getInt(
+                                        conflux::config::Var::OVERSUBSCRIBED_SPIN_COUNT))
+                                  : 2000;
     for (int spin : {busySpin, 0}) {
       const std::string name = "shm/barrier/ranks:" + std::to_string(n) + "/spin:" + std::to_string(spin);
       benchmark::RegisterBenchmark(name.c_str(), benchBarrier, n, spin)->UseRealTime();
     }
   }
+  benchmark::RegisterBenchmark("sched/handoff/processes:2", benchHandoff)->UseRealTime();
 }
 
 }  // namespace
