@@ -114,6 +114,11 @@ def row_time(row, inplace, baseline):
     return _row_metric(row, inplace, baseline, ("time",), ("time", "time_us"))
 
 
+def row_percentile(row, inplace, baseline, which):
+    """p50, p99 or max (µs per call, conflux-perf --percentiles) of one row, like row_value."""
+    return _row_metric(row, inplace, baseline, (which,), (which,))
+
+
 def row_group(row):
     """(type, op) of a row, for runs that sweep several datatypes or ops (-d all, -o all)."""
     return tuple(str(row[k]) for k in ("type", "redop") if row.get(k) not in (None, "", "none"))

@@ -5,8 +5,11 @@
 # count (2, 4), in that order, so that slow spells of a noisy machine spread over all configurations:
 #     conflux-perf <coll> --ranks N --compare mpi --pin -b 8 -e 256M -f 4 -J <raw>/<coll>.<N>.<rep>.json
 # Conflux and MPI run side by side inside each conflux-perf run. Then, per collective, rank count and size,
-# the median over the repetitions of Conflux's and MPI's out-of-place bus bandwidth, and their ratio, go
-# into a markdown table; perf/plot.py draws docs/performance-<coll>.png. See docs/performance-method.md.
+# the median over the repetitions of Conflux's and MPI's bus bandwidth, out of place and in place, and
+# their ratios, go into a markdown table; perf/plot.py draws docs/performance-<coll>.png.
+# Then the tail: per repetition, without and with a noisy neighbour (--noise 2),
+#     conflux-perf allreduce --ranks 2 --compare mpi --pin -b 8 -e 4K -f 8 -n 10000 -w 200 --percentiles [--noise 2]
+# and the medians of p50, p99 and max per call go into a table. See docs/performance-method.md.
 #
 #   tools/perf_report.sh [options]
 #     -B DIR     build directory holding conflux-perf (default: build/ci, then build, then every build*/)
@@ -20,17 +23,18 @@
 #     -A DIR     no runs: rebuild the report from the raw JSON files a previous -k left in DIR
 #     -x ARGS    extra arguments for every conflux-perf run (e.g. "-d double", or "-R 1": cfxMemAlloc buffers)
 #     -t TAG     write performance-TAG.md and performance-TAG-<coll>.png instead (e.g. -t registered -x "-R 1")
+#     -L 0       no tail-latency runs (default: 1 without -t, 0 with it)
 #     -d         dry run: print the commands and exit
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 py=/usr/bin/python3
 build=""; perf="${CONFLUX_PERF:-}"; reps=5; ranks="2 4"; colls="allreduce allgather reducescatter"
-maxsize=256M; outdir="$root/docs"; keep=""; aggregate_only=""; extra=""; dry=0; tag=""
+maxsize=256M; outdir="$root/docs"; keep=""; aggregate_only=""; extra=""; dry=0; tag=""; latency=""
 
 die() { echo "perf_report.sh: $*" >&2; exit 2; }
 
-while getopts "B:p:r:n:c:e:o:k:A:x:t:dh" opt; do
+while getopts "B:p:r:n:c:e:o:k:A:x:t:L:dh" opt; do
   case "$opt" in
     B) build=$OPTARG ;;
     p) perf=$OPTARG ;;
@@ -43,6 +47,7 @@ while getopts "B:p:r:n:c:e:o:k:A:x:t:dh" opt; do
     A) aggregate_only=$OPTARG ;;
     x) extra=$OPTARG ;;
     t) tag=$OPTARG ;;
+    L) latency=$OPTARG ;;
     d) dry=1 ;;
     h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option (see -h)" ;;
@@ -50,6 +55,8 @@ while getopts "B:p:r:n:c:e:o:k:A:x:t:dh" opt; do
 done
 [[ "$reps" =~ ^[1-9][0-9]*$ ]] || die "-r needs a positive number, got '$reps'"
 [[ -z "$tag" || "$tag" =~ ^[a-z0-9-]+$ ]] || die "-t needs lower-case letters, digits and dashes, got '$tag'"
+if [[ -z "$latency" ]]; then latency=$([[ -z "$tag" ]] && echo 1 || echo 0); fi
+[[ "$latency" =~ ^[01]$ ]] || die "-L needs 0 or 1, got '$latency'"
 
 [[ -x "$py" ]] || die "$py not found: the aggregation and plots need Debian's python3 (with python3-matplotlib)"
 
@@ -107,6 +114,26 @@ if [[ -z "$aggregate_only" ]]; then
         fi
       done
     done
+    # The tail: p50, p99 and max of small all-reduces, quiet and with two spinning neighbours.
+    if [[ $latency -eq 1 ]]; then
+      for noise in 0 2; do
+        json="$raw/latency.$noise.$rep.json"
+        noise_args=(); [[ $noise -gt 0 ]] && noise_args=(--noise "$noise")
+        # shellcheck disable=SC2206
+        cmd=("$perf" allreduce --ranks 2 --compare mpi --pin -b 8 -e 4K -f 8 -n 10000 -w 200 --percentiles
+             "${noise_args[@]}" -J "$json" $extra)
+        if [[ $dry -eq 1 ]]; then echo "${cmd[*]}"; continue; fi
+        echo "[$rep/$reps] tail latency, noise $noise" >&2
+        if ! "${cmd[@]}" > "$raw/latency.$noise.$rep.txt" 2>&1; then
+          tail -20 "$raw/latency.$noise.$rep.txt" >&2
+          die "run failed: ${cmd[*]} (output in $raw/latency.$noise.$rep.txt; keep it with -k)"
+        fi
+        [[ -s "$json" ]] || die "run wrote no JSON: ${cmd[*]}"
+        if [[ $rep -eq 1 ]]; then
+          printf '%s\n' "${perf#"$root"/} allreduce --ranks 2 --compare mpi --pin -b 8 -e 4K -f 8 -n 10000 -w 200 --percentiles${noise_args[*]:+ ${noise_args[*]}} -J latency.$noise.<rep>.json${extra:+ $extra}" >> "$raw/latency-commands.txt"
+        fi
+      done
+    fi
   done
   [[ $dry -eq 1 ]] && exit 0
 fi
@@ -168,6 +195,7 @@ for coll in colls:
         if not files:
             continue
         conflux, mpi, ctime, mtime, first, group = {}, {}, {}, {}, None, None
+        conflux_ip, mpi_ip = {}, {}
         for f in files:
             for _, run in plot.load_inputs([f]):
                 first = first or run
@@ -183,6 +211,12 @@ for coll in colls:
                         conflux.setdefault(int(s), []).append(c)
                     if m is not None:
                         mpi.setdefault(int(s), []).append(m)
+                    c = plot.row_value(row, True, False)
+                    m = plot.row_value(row, True, True)
+                    if c is not None:
+                        conflux_ip.setdefault(int(s), []).append(c)
+                    if m is not None:
+                        mpi_ip.setdefault(int(s), []).append(m)
                     t = plot.row_time(row, False, False)
                     if t is not None:
                         ctime.setdefault(int(s), []).append(t)
@@ -199,6 +233,10 @@ for coll in colls:
                 row["time_oop"] = med(ctime[s])
             if s in mtime:
                 row["mpi_time_oop"] = med(mtime[s])
+            if s in conflux_ip:
+                row["busbw_ip"] = med(conflux_ip[s])
+            if s in mpi_ip:
+                row["mpi_busbw_ip"] = med(mpi_ip[s])
             rows.append(row)
         has_time = bool(ctime)
         summary = {"machine": (first or {}).get("machine") or {"cpu": machine.get("cpu"), "cores": machine.get("cores")},
@@ -209,16 +247,23 @@ for coll in colls:
             json.dump(summary, f, indent=1)
         runs_for_plot.append(mpath)
 
+        has_ip = bool(conflux_ip)
         lines = [f"### {coll}, {n} ranks", "",
-                 f"Median of {plural(len(files), 'run')}, out of place: bus bandwidth in GB/s (nccl-tests' busbw)"
-                 + (", time per call in µs." if has_time else "."), "",
+                 f"Median of {plural(len(files), 'run')}: bus bandwidth in GB/s (nccl-tests' busbw), out of place"
+                 + (" and in place" if has_ip else "")
+                 + (", and time per call out of place in µs." if has_time else "."), "",
                  "| size | Conflux busbw | Open MPI busbw | Conflux / MPI |"
+                 + (" in place: Conflux | Open MPI | Conflux / MPI |" if has_ip else "")
                  + (" Conflux µs | Open MPI µs |" if has_time else ""),
-                 "|---:|---:|---:|---:|" + ("---:|---:|" if has_time else "")]
+                 "|---:|---:|---:|---:|" + ("---:|---:|---:|" if has_ip else "") + ("---:|---:|" if has_time else "")]
+        def ratio_of(c, m):
+            return f"{c / m:.2f}" if c is not None and m else "–"
         for r in rows:
             c, m = r["busbw_oop"], r.get("mpi_busbw_oop")
-            ratio = f"{c / m:.2f}" if c is not None and m else "–"
-            line = f"| {fmt_size(r['size'])} | {num(c)} | {num(m)} | {ratio} |"
+            line = f"| {fmt_size(r['size'])} | {num(c)} | {num(m)} | {ratio_of(c, m)} |"
+            if has_ip:
+                ci, mi = r.get("busbw_ip"), r.get("mpi_busbw_ip")
+                line += f" {num(ci)} | {num(mi)} | {ratio_of(ci, mi)} |"
             if has_time:
                 line += f" {num(r.get('time_oop'))} | {num(r.get('mpi_time_oop'))} |"
             lines.append(line)
@@ -232,6 +277,43 @@ for coll in colls:
             plots.append((coll, os.path.basename(png)))
         else:
             print(f"perf_report.sh: no plot for {coll} (plot.py exit {rc})", file=sys.stderr)
+
+# The tail: medians over the repetitions of each percentile, per noise level and size.
+latency_lines = []
+for noise in ("0", "2"):
+    files = sorted(glob.glob(os.path.join(raw, f"latency.{noise}.*.json")))
+    if not files:
+        continue
+    cells = {}  # (size, who, which) -> values
+    for f in files:
+        for _, run in plot.load_inputs([f]):
+            for row in plot.rows_of(run):
+                s = plot.row_size(row)
+                if not s:
+                    continue
+                for who, baseline in (("conflux", False), ("mpi", True)):
+                    for which in ("p50", "p99", "max"):
+                        v = plot.row_percentile(row, False, baseline, which)
+                        if v is not None:
+                            cells.setdefault((int(s), who, which), []).append(v)
+    sizes = sorted({k[0] for k in cells})
+    if not latency_lines:
+        latency_lines = ["## Tail latency", "",
+                         "All-reduce on 2 ranks, out of place, every one of 10,000 calls timed (`--percentiles`: "
+                         "per call, the slowest rank's time); medians over the runs of p50, p99 and max, in µs. "
+                         "\"With 2 neighbours\" runs two processes spinning on arithmetic beside the ranks "
+                         "(`--noise 2`), so the scheduler time-shares the ranks' cores.", "", "```"]
+        cmd_file = os.path.join(raw, "latency-commands.txt")
+        latency_lines += ([l.rstrip("\n") for l in open(cmd_file) if l.strip()] if os.path.exists(cmd_file)
+                          else ["(commands not recorded: report rebuilt with -A)"])
+        latency_lines += ["```", ""]
+    latency_lines += [f"### {'quiet' if noise == '0' else 'with ' + noise + ' neighbours'}, {plural(len(files), 'run')}", "",
+                      "| size | Conflux p50 | p99 | max | Open MPI p50 | p99 | max |",
+                      "|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in sizes:
+        vals = [num(med(cells.get((s, who, which), []))) for who in ("conflux", "mpi") for which in ("p50", "p99", "max")]
+        latency_lines.append(f"| {fmt_size(s)} | " + " | ".join(vals) + " |")
+    latency_lines.append("")
 
 if not sections:
     sys.exit(f"perf_report.sh: no JSON results in {raw}")
@@ -260,6 +342,7 @@ md += ["## Results", ""]
 for coll, png in plots:
     md += [f"![{coll}]({png})", ""]
 md += ["\n\n".join(sections), ""]
+md += latency_lines
 with open(os.path.join(outdir, stem + ".md"), "w") as f:
     f.write("\n".join(md))
 print(f"perf_report.sh: wrote {os.path.join(outdir, stem + '.md')} and {len(plots)} plot(s)")

@@ -26,12 +26,13 @@ TEST_P(Collectives, EveryTypeOpAndLayout) {
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Range(1, 9),
                          [](const auto& p) { return std::to_string(p.param) + "ranks"; });
 
-// Counts on both sides of the eager limit (4064 bytes per rank: 1016 float32s; all n blocks for
-// reduce-scatter and all-to-all), alternating eager calls and plans so slot reuse is exercised too.
+// Counts on both sides of the eager limit (16352 bytes per rank: 4088 float32s, 2044 float64s, 8176
+// float16s, 16352 int8s; all n blocks for reduce-scatter and all-to-all: 1362.67 float32s on 3 ranks,
+// 817.6 on 5), alternating eager calls and plans so slot reuse is exercised too.
 class EagerBoundary : public ::testing::TestWithParam<int> {};
 
 TEST_P(EagerBoundary, MatchesReference) {
-  Sweep sweep = fullSweep({338, 339, 203, 204, 1015, 1016, 1017, 4063, 4064, 4065});
+  Sweep sweep = fullSweep({1362, 1363, 817, 818, 2044, 2045, 4087, 4088, 4089, 8176, 8177, 16351, 16352, 16353});
   sweep.types = {cfxInt8, cfxFloat16, cfxFloat32, cfxFloat64};
   auto out = runRanks(GetParam(), [&](int r, int nr, const cfxUniqueId& id) { return sweepOnNewComm(r, nr, id, sweep); });
   EXPECT_TRUE(allSucceeded(out));
