@@ -8,6 +8,11 @@ Rail k is the subnet 10.200.<k>.0/24 and node i's address on it is 10.200.<k>.<i
 every local rank gets its own rail (local rank k uses rail<k>), else all ranks share rail0 (or --rails N).
 An optional tc tbf rate limit shapes both directions of every inter-node link: egress of rail<k> in the
 node and egress of n<i>r<k> towards the node, like a full-duplex NIC.
+With several rails the switch also routes between them, as one fabric joins every NIC of a cluster: br<k>
+holds 10.200.<k>.254, and each node sends what leaves from its rail-k address through rail<k> (a routing
+table per rail, chosen by source address), so a message from local rank i to a peer's rail j leaves by
+rail<i> and arrives by rail<j>: the sender's NIC out, the receiver's NIC in, as on a real multi-rail
+cluster. (Without it, the kernel would pick the rail by the destination's subnet, both ways.)
 
 Everything the harness creates is named from a per-run random prefix and deleted on exit (context manager,
 try/finally, SIGINT/SIGTERM/SIGHUP handlers, atexit); `cleanup --prefix P` removes a crashed run's leftovers.
@@ -345,6 +350,8 @@ class Cluster:
                     self._ip("-n", sw, "link", "set", port, "master", "br%d" % k)
                     self._ip("-n", sw, "link", "set", port, "up")
                     self._ip("-n", ns, "link", "set", self.iface(k), "up")
+            if self.rails > 1:
+                self._route_between_rails()
             if self.rate:
                 self.set_rate(self.rate)
             self._write_state()
@@ -352,6 +359,32 @@ class Cluster:
             self.destroy()
             raise
         return self
+
+    ROUTER_HOST = 254  # the switch's address on every rail's subnet
+
+    def _sysctl(self, ns, key, value):
+        _cmd(["ip", "netns", "exec", ns, "sysctl", "-qw", "%s=%s" % (key, value)])
+
+    def _route_between_rails(self):
+        """The switch forwards between its rail bridges; each node routes by source address, so that
+        traffic leaves by the rail its source address is on (see the module comment)."""
+        sw = self.switch_ns
+        self._sysctl(sw, "net.ipv4.ip_forward", 1)
+        for k in range(self.rails):
+            self._ip("-n", sw, "addr", "add", "10.200.%d.%d/24" % (k, self.ROUTER_HOST), "dev", "br%d" % k)
+        for i in range(self.nodes):
+            ns = self.node_ns(i)
+            # Replies arrive by the receiver's rail but come from the sender's: no reverse-path filter.
+            self._sysctl(ns, "net.ipv4.conf.all.rp_filter", 0)
+            for k in range(self.rails):
+                self._sysctl(ns, "net.ipv4.conf.%s.rp_filter" % self.iface(k), 0)
+                table = str(100 + k)
+                self._ip("-n", ns, "route", "add", "10.200.%d.0/24" % k, "dev", self.iface(k), "src",
+                         self.addr(i, k), "table", table)
+                self._ip("-n", ns, "route", "add", "10.200.0.0/16", "via", "10.200.%d.%d" % (k, self.ROUTER_HOST),
+                         "dev", self.iface(k), "table", table)
+                self._ip("-n", ns, "rule", "add", "from", self.addr(i, k), "lookup", table, "priority",
+                         str(1000 + k))
 
     def destroy(self):
         """Kills running ranks and every process left in the namespaces it created (by pid), then deletes

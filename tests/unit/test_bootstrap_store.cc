@@ -1,6 +1,8 @@
 // The rendezvous store: operations, blocking GET, deadlines, concurrency, limits, and clients that do not
 // know the secret or misbehave (refused, logged, while the server keeps serving others).
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <atomic>
@@ -157,6 +159,34 @@ TEST(BootstrapSocket, ASocketConnectedToItselfIsRecognised) {
   Fd out;
   ASSERT_EQ(tryConnect(target, Clock::now() + 2000ms, &out), 0);
   EXPECT_FALSE(isSelfConnected(out.get()));
+}
+
+TEST(BootstrapSocket, AConnectionLeavesFromTheSourceAddressGiven) {
+  // Every 127.x address is this host's; the kernel would pick 127.0.0.1 unless told otherwise. A rank
+  // with a NIC of its own binds its connections to that NIC's address, so that they leave by it.
+  SockAddr l = resolveAddress("127.0.0.1", 0);
+  Fd listener = listenOn(l, 1);
+  sockaddr_storage where{};
+  socklen_t whereLen = sizeof where;
+  ASSERT_EQ(getsockname(listener.get(), reinterpret_cast<sockaddr*>(&where), &whereLen), 0);
+  SockAddr target;
+  target.storage = where;
+  target.len = whereLen;
+  for (const char* source : {"127.0.0.2", "127.0.0.3"}) {
+    const SockAddr from = resolveAddress(source, 0);
+    Fd out;
+    ASSERT_EQ(tryConnect(target, Clock::now() + 2000ms, &out, &from), 0);
+    sockaddr_in local{};
+    socklen_t len = sizeof local;
+    ASSERT_EQ(getsockname(out.get(), reinterpret_cast<sockaddr*>(&local), &len), 0);
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &local.sin_addr, text, sizeof text);
+    EXPECT_STREQ(text, source);
+  }
+  // A source that is not this host's is the connect's error, not a connection from elsewhere.
+  const SockAddr foreign = resolveAddress("192.0.2.1", 0);
+  Fd out;
+  EXPECT_EQ(tryConnect(target, Clock::now() + 2000ms, &out, &foreign), EADDRNOTAVAIL);
 }
 
 TEST_F(BootstrapStore, ManyClientsConcurrently) {
