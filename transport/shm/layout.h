@@ -2,7 +2,7 @@
 //
 //   offset 0                 control block (one page): segment info, doorbell, barrier counter,
 //                            error slot, call-descriptor ring
-//   kPageBytes               eager slots: two pages (parity 0 and 1), each one EagerSlot
+//   kPageBytes               eager slots: two of kEagerSlotBytes (parity 0 and 1), each one EagerSlot
 //   kControlBytes            incoming channels, one per local peer (localSize - 1 of them), each
 //                            [one page: ChannelHeader][ring of channelCapacity bytes]
 //   stagingOffset            staging: two halves of stagingStride bytes (epoch & 1 picks one)
@@ -31,9 +31,9 @@ inline constexpr uint32_t kLayoutVersion = 2;
 inline constexpr uint64_t kCallSlots = 16;
 /// Longest error message kept in a slot (characters, without the terminating NUL).
 inline constexpr size_t kErrorMessageMax = 200;
-/// Bytes of one eager slot (a page): header and payload of a small collective's input.
-// Four pages: up to 16 KiB per rank the eager path (one flag, no barrier) beat the plans by 10-40% at
-// 4-16 KiB on 2 and 4 ranks (2026-12-05, docs/performance-method.md); with one page it stopped at 4 KiB.
+/// Bytes of one eager slot: header and payload of a small collective's input. Four pages: from 4 to
+/// 16 KiB per rank the eager path (one flag, no barrier) took 0.46-0.99 of the plans' time on 2 and 4
+/// ranks (docs/performance-method.md, "Small calls"); with one page it stopped at 4 KiB.
 inline constexpr size_t kEagerSlotBytes = 4 * kPageBytes;
 /// Bytes of the control region (page aligned): the control block, then two eager slots.
 inline constexpr size_t kControlBytes = kPageBytes + 2 * kEagerSlotBytes;
