@@ -18,9 +18,10 @@ packages=(build-essential cmake ninja-build pkg-config git
           prometheus-cpp-dev libcivetweb-dev)
 # The test suite also runs a real Prometheus and node_exporter (started by the test on 127.0.0.1), a real
 # Slurm (munged, slurmctld and slurmd started by the tests, never as services: tests/slurm), and builds
-# the libFuzzer targets with clang (tests/fuzz).
+# the libFuzzer targets with clang (tests/fuzz). The simulated nodes (tests/netns) set their routing with
+# sysctl (procps).
 if [[ $mode == test ]]; then
-  packages+=(prometheus prometheus-node-exporter slurmctld slurmd slurm-client munge clang-14 libclang-rt-14-dev)
+  packages+=(prometheus prometheus-node-exporter slurmctld slurmd slurm-client munge clang-14 libclang-rt-14-dev procps)
 fi
 missing=()
 for p in "${packages[@]}"; do
