@@ -96,6 +96,7 @@ fi
 # ---- the runs ----
 if [[ -z "$aggregate_only" ]]; then
   : > "$raw/commands.txt"
+  : > "$raw/latency-commands.txt"
   for rep in $(seq 1 "$reps"); do
     for coll in $colls; do
       for n in $ranks; do

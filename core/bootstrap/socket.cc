@@ -131,10 +131,12 @@ Fd listenOn(const SockAddr& addr, int backlog) {
 int tryConnect(const SockAddr& addr, Deadline deadline, Fd* out, const SockAddr* source) {
   Fd fd(::socket(addr.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return errno;
-  if (source != nullptr && ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&source->storage), source->len) != 0) {
-    return errno;
-  }
   int one = 1;
+  if (source != nullptr) {
+    // The port is picked at connect time, per destination, so binding does not use up ephemeral ports.
+    setsockopt(fd.get(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+    if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&source->storage), source->len) != 0) return errno;
+  }
   setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr.storage), addr.len) != 0) {
     if (errno != EINPROGRESS && errno != EINTR) return errno;

@@ -72,8 +72,9 @@ Fd listenOn(const SockAddr& addr, int backlog);
 /// Starts a non-blocking connect and waits for it until @p deadline. Returns 0 and sets @p out on
 /// success, otherwise the errno of the failure (ETIMEDOUT when the deadline passed). A socket that
 /// connected to itself counts as refused (ECONNREFUSED): see isSelfConnected. With @p source the socket
-/// is bound to that address first (port 0: any), so that its packets leave from it: on a host with a
-/// NIC per rank and a routing table per NIC, by that NIC.
+/// is bound to that address first (IP_BIND_ADDRESS_NO_PORT: the port is still picked at connect), so
+/// that its packets leave from it: on a host with a NIC per rank and a routing table per NIC, by that
+/// NIC. A bind failure (an address not this host's: EADDRNOTAVAIL) is returned like a connect's.
 int tryConnect(const SockAddr& addr, Deadline deadline, Fd* out, const SockAddr* source = nullptr);
 
 /// Whether connected socket @p fd is connected to itself: its local and peer addresses are equal. On

@@ -18,7 +18,9 @@
 // default is 2000; spin:0 sleeps at once and so measures the futex wake path).
 // CONFLUX_SHM_CHANNEL_BYTES sets the channel size, as for a communicator.
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "bench_util.h"
 #include "shm_threads.h"
@@ -158,14 +161,32 @@ void benchHandoff(benchmark::State& state) {
   }
   auto* sh = new (page) Shared;
   cpu_set_t saved, one;
-  sched_getaffinity(0, sizeof saved, &saved);
   CPU_ZERO(&one);
-  CPU_SET(sched_getcpu(), &one);
-  sched_setaffinity(0, sizeof one, &one);  // the child inherits it: both on this CPU
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || sched_getaffinity(0, sizeof saved, &saved) != 0) {
+    munmap(page, sizeof(Shared));
+    state.SkipWithError("cannot read this thread's CPU or affinity");
+    return;
+  }
+  CPU_SET(cpu, &one);
+  if (sched_setaffinity(0, sizeof one, &one) != 0) {  // the child inherits it: both on this CPU
+    munmap(page, sizeof(Shared));
+    state.SkipWithError("cannot pin to one CPU");
+    return;
+  }
+  const pid_t parent = getpid();
   const pid_t child = fork();
   if (child == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the benchmark
+    if (getppid() != parent) _exit(0);
     takeTurns(sh->turn, sh->stop, 1);
     _exit(0);
+  }
+  if (child < 0) {
+    sched_setaffinity(0, sizeof saved, &saved);
+    munmap(page, sizeof(Shared));
+    state.SkipWithError("fork failed");
+    return;
   }
   constexpr int kTurns = 1000;  // per iteration: 2000 switches (ours and the child's turns)
   for (auto _ : state) {
@@ -175,7 +196,7 @@ void benchHandoff(benchmark::State& state) {
     }
   }
   sh->stop.store(true);
-  if (child > 0) waitpid(child, nullptr, 0);
+  waitpid(child, nullptr, 0);
   sched_setaffinity(0, sizeof saved, &saved);
   munmap(page, sizeof(Shared));
   state.counters["handoff_s"] = benchmark::Counter(static_cast<double>(state.iterations()) * 2 * kTurns,
@@ -201,7 +222,7 @@ void registerAll() {
     const int busySpin = n > ncpu ? static_cast<int>(conflux::config::getInt(
                                         conflux::config::Var::OVERSUBSCRIBED_SPIN_COUNT))
                                   : 2000;
-    for (int spin : {busySpin, 0}) {
+    for (int spin : busySpin == 0 ? std::vector<int>{0} : std::vector<int>{busySpin, 0}) {
       const std::string name = "shm/barrier/ranks:" + std::to_string(n) + "/spin:" + std::to_string(spin);
       benchmark::RegisterBenchmark(name.c_str(), benchBarrier, n, spin)->UseRealTime();
     }

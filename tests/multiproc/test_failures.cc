@@ -148,7 +148,7 @@ TEST(Failures, AbortUnblocksAWaitingCallAndPeersSeeIt) {
   auto out = runRanks(2, [](int rank, int nranks, const cfxUniqueId& id) -> int {
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
-    std::vector<float> buf(1024, 1.0f);
+    std::vector<float> buf(1 << 16, 1.0f);  // a plan: above the eager limit
     if (rank == 0) {
       std::thread aborter([comm] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));

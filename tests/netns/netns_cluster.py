@@ -363,7 +363,9 @@ class Cluster:
     ROUTER_HOST = 254  # the switch's address on every rail's subnet
 
     def _sysctl(self, ns, key, value):
-        _cmd(["ip", "netns", "exec", ns, "sysctl", "-qw", "%s=%s" % (key, value)])
+        """Sets /proc/sys/<key with dots as slashes> inside namespace @p ns (no procps needed)."""
+        path = "/proc/sys/" + key.replace(".", "/")
+        _cmd(["ip", "netns", "exec", ns, "sh", "-c", 'echo "$0" > "$1"', str(value), path])
 
     def _route_between_rails(self):
         """The switch forwards between its rail bridges; each node routes by source address, so that
@@ -378,13 +380,22 @@ class Cluster:
             self._sysctl(ns, "net.ipv4.conf.all.rp_filter", 0)
             for k in range(self.rails):
                 self._sysctl(ns, "net.ipv4.conf.%s.rp_filter" % self.iface(k), 0)
-                table = str(100 + k)
-                self._ip("-n", ns, "route", "add", "10.200.%d.0/24" % k, "dev", self.iface(k), "src",
-                         self.addr(i, k), "table", table)
-                self._ip("-n", ns, "route", "add", "10.200.0.0/16", "via", "10.200.%d.%d" % (k, self.ROUTER_HOST),
-                         "dev", self.iface(k), "table", table)
-                self._ip("-n", ns, "rule", "add", "from", self.addr(i, k), "lookup", table, "priority",
+                self._rail_routes(i, k)
+                # With the rail down (its routes gone), what leaves from its address is unreachable at once,
+                # as with one rail, rather than falling through to another rail.
+                self._ip("-n", ns, "route", "add", "unreachable", "10.200.0.0/16", "metric", "65535", "table",
+                         str(100 + k))
+                self._ip("-n", ns, "rule", "add", "from", self.addr(i, k), "lookup", str(100 + k), "priority",
                          str(1000 + k))
+
+    def _rail_routes(self, node, k):
+        """Node @p node's routing table for rail @p k. The kernel drops a table's routes through an
+        interface when it goes down, so a node-side link_up puts them back."""
+        ns, table = self.node_ns(node), str(100 + k)
+        self._ip("-n", ns, "route", "replace", "10.200.%d.0/24" % k, "dev", self.iface(k), "src",
+                 self.addr(node, k), "table", table)
+        self._ip("-n", ns, "route", "replace", "10.200.0.0/16", "via", "10.200.%d.%d" % (k, self.ROUTER_HOST),
+                 "dev", self.iface(k), "table", table)
 
     def destroy(self):
         """Kills running ranks and every process left in the namespaces it created (by pid), then deletes
@@ -482,6 +493,8 @@ class Cluster:
                 self._ip("-n", self.switch_ns, "link", "set", self.switch_port(node, k), state)
             elif end == "node":  # the connected route goes and comes back with the link
                 self._ip("-n", self.node_ns(node), "link", "set", self.iface(k), state)
+                if state == "up" and self.rails > 1:
+                    self._rail_routes(node, k)  # the per-rail table's routes do not come back by themselves
             else:
                 raise HarnessError("end must be 'switch' or 'node'")
 
@@ -537,6 +550,8 @@ class Cluster:
             "CONFLUX_BOOTSTRAP_ADDR": "%s:%d" % (self.addr(0, 0), port),
             "CONFLUX_SECRET": self.secret,
             "CONFLUX_SOCKET_IFNAME": self.iface(self.rail_of(lr)),
+            # Leave by the rank's own rail, as from a NIC per rank (libfabric binds by itself).
+            "CONFLUX_TCP_BIND_SOURCE": "1" if self.rails > 1 else "0",
             "CONFLUX_JOB_ID": self.prefix,
             "NETNS_CLUSTER_PREFIX": self.prefix,
             "NETNS_CLUSTER_NODE": str(node),

@@ -13,7 +13,7 @@ endif()
 function(conflux_add_bench_smoke_tests)
   set(cases
     "bench_reduce|^(reduce/[a-z0-9]+/float32/sum/nsrc:2/64KiB|copy/.*/64KiB)$"
-    "bench_shm|^shm/(stream/64KiB|pingpong/8B|barrier/ranks:2)/spin:2000"
+    "bench_shm|^(shm/(stream/64KiB|pingpong/8B|barrier/ranks:2)/spin:2000|sched/handoff/processes:2)"
     "bench_plan|^(plan/build/allreduce/ring/ranks:8/.*|exec/ranks:1/copy_rounds:16|exec/ranks:2/sendrecv_rounds:1|api/ranks:1/allreduce/count:1|api/ranks:2/allreduce/count:1)(/real_time)?$")
   foreach(c ${cases})
     string(FIND "${c}" "|" bar)

@@ -26,14 +26,14 @@ inline constexpr size_t kPageBytes = 4096;
 inline constexpr size_t kSeparation = 128;
 /// "CFXSHM01" little-endian: identifies a Conflux segment of this layout family.
 inline constexpr uint64_t kSegmentMagic = 0x31304d4853584643ull;
-inline constexpr uint32_t kLayoutVersion = 2;
+inline constexpr uint32_t kLayoutVersion = 3;  // 3: eager slots of four pages
 /// Call descriptors kept per rank (indexed by seq % kCallSlots).
 inline constexpr uint64_t kCallSlots = 16;
 /// Longest error message kept in a slot (characters, without the terminating NUL).
 inline constexpr size_t kErrorMessageMax = 200;
-/// Bytes of one eager slot: header and payload of a small collective's input. Four pages: from 4 to
-/// 16 KiB per rank the eager path (one flag, no barrier) took 0.46-0.99 of the plans' time on 2 and 4
-/// ranks (docs/performance-method.md, "Small calls"); with one page it stopped at 4 KiB.
+/// Bytes of one eager slot: header (32 bytes) and payload of a small collective's input. Four pages:
+/// from 4 to 8 KiB per rank the eager path (one flag, no barrier) took 0.46-0.89 of the plans' time on
+/// 2 ranks and 4 (docs/performance-method.md, "Small calls"); with one page it stopped at 4064 bytes.
 inline constexpr size_t kEagerSlotBytes = 4 * kPageBytes;
 /// Bytes of the control region (page aligned): the control block, then two eager slots.
 inline constexpr size_t kControlBytes = kPageBytes + 2 * kEagerSlotBytes;
@@ -157,7 +157,7 @@ struct ChannelHeader {
 };
 
 static_assert(std::is_standard_layout_v<ControlBlock>);
-static_assert(sizeof(ControlBlock) <= kControlBytes, "control block must fit its page");
+static_assert(sizeof(ControlBlock) <= kPageBytes, "control block must fit its page");
 static_assert(sizeof(ChannelHeader) <= kChannelHeaderBytes);
 static_assert(offsetof(ControlBlock, bell) % kSeparation == 0);
 static_assert(offsetof(ControlBlock, barrier) - offsetof(ControlBlock, bell) >= kSeparation);

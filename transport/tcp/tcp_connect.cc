@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "core/bootstrap/store_server.h"
 #include "core/config.h"
@@ -102,9 +103,9 @@ Fd listenOn(const BindAddress& address, int backlog, uint16_t& port) {
   return fd;
 }
 
-/// @p source: this rank's own address (its listener's, port 0), so that its messages leave by the NIC
-/// that address is on, not by whichever the destination's route names.
-Fd connectTo(const Endpoint& e, int peer, Clock::time_point deadline, const bootstrap::SockAddr& source) {
+/// @p source (CONFLUX_TCP_BIND_SOURCE): this rank's own address, so that its messages leave by the NIC
+/// that address is on, not by whichever the destination's route names; null: the kernel picks.
+Fd connectTo(const Endpoint& e, int peer, Clock::time_point deadline, const bootstrap::SockAddr* source) {
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(e.port);
@@ -115,8 +116,9 @@ Fd connectTo(const Endpoint& e, int peer, Clock::time_point deadline, const boot
   std::memcpy(&addr.storage, &sa, sizeof sa);
   addr.len = sizeof sa;
   Fd fd;
-  if (const int err = bootstrap::tryConnect(addr, deadline, &fd, &source); err != 0) {  // sets TCP_NODELAY too
-    const std::string what = "connecting to rank " + std::to_string(peer) + " at " + e.address + ":" + std::to_string(e.port);
+  if (const int err = bootstrap::tryConnect(addr, deadline, &fd, source); err != 0) {  // sets TCP_NODELAY too
+    const std::string what = "connecting to rank " + std::to_string(peer) + " at " + e.address + ":" +
+                             std::to_string(e.port) + (source != nullptr ? " from this rank's address (CONFLUX_TCP_BIND_SOURCE)" : "");
     if (err == ETIMEDOUT) throw Error(Code::Timeout, "tcp: " + what + ": timed out");
     errno = err;
     fail(what);
@@ -145,7 +147,8 @@ Connections connectAll(const transport::NetOpenArgs& args) {
   const BindAddress address = bindAddress();
   uint16_t port = 0;
   Fd listener = listenOn(address, std::max(16, args.nranks), port);
-  const bootstrap::SockAddr source = bootstrap::resolveAddress(address.host, 0);
+  std::optional<bootstrap::SockAddr> source;
+  if (config::getBool(config::Var::TCP_BIND_SOURCE)) source = bootstrap::resolveAddress(address.host, 0);
   Endpoint mine{};
   std::strncpy(mine.address, address.host.c_str(), sizeof mine.address - 1);
   mine.port = port;
@@ -168,7 +171,7 @@ Connections connectAll(const transport::NetOpenArgs& args) {
     Endpoint e;
     std::memcpy(&e, all.data() + size_t(r) * sizeof e, sizeof e);
     e.address[sizeof e.address - 1] = '\0';
-    Fd fd = connectTo(e, r, deadline, source);
+    Fd fd = connectTo(e, r, deadline, source ? &*source : nullptr);
     Hello hello{kHelloMagic, args.rank};
     transfer(fd.get(), &hello, sizeof hello, true, deadline, "hello to rank " + std::to_string(r));
     c.peers[size_t(r)] = std::move(fd);
