@@ -18,10 +18,9 @@ packages=(build-essential cmake ninja-build pkg-config git
           prometheus-cpp-dev libcivetweb-dev)
 # The test suite also runs a real Prometheus and node_exporter (started by the test on 127.0.0.1), a real
 # Slurm (munged, slurmctld and slurmd started by the tests, never as services: tests/slurm), and builds
-# the libFuzzer targets with clang (tests/fuzz). The simulated nodes (tests/netns) set their routing with
-# sysctl (procps).
+# the libFuzzer targets with clang (tests/fuzz).
 if [[ $mode == test ]]; then
-  packages+=(prometheus prometheus-node-exporter slurmctld slurmd slurm-client munge clang-14 libclang-rt-14-dev procps)
+  packages+=(prometheus prometheus-node-exporter slurmctld slurmd slurm-client munge clang-14 libclang-rt-14-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do
