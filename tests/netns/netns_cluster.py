@@ -46,18 +46,19 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netns_jobs import TIMEOUT_RC, Job, JobResult, RankProc, kill_group, pump_output  # noqa: E402,F401
+from netns_ownership import (PREFIX_RE, HarnessError, _cmd, _start_time, check_prefix, cleanup,  # noqa: E402,F401
+                             cleanup_stale, list_netns, owned_netns, owned_tempdir, remove_stale_tempdirs,
+                             state_path)
 
 SKIP_RC = 77
 SELF = os.path.abspath(__file__)
 PROBES = os.path.join(os.path.dirname(SELF), "netns_probes.py")
 _PLACEHOLDER = re.compile(r"\{(node|rank|local_rank|rail|iface|addr)\}")
-PREFIX_RE = re.compile(r"[a-z][a-z0-9]{0,15}")
 MAX_RAILS = 64
 MAX_NODES = 250
 
@@ -66,41 +67,10 @@ class Unavailable(Exception):
     """Namespaces (or tc, or iperf3) cannot be used here; the message says why."""
 
 
-class HarnessError(Exception):
-    """A harness command failed."""
-
-
 # ---------------------------------------------------------------------------------------------- helpers
-def _cmd(args, check=True, timeout=30):
-    p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise HarnessError("%s failed (%d): %s" % (" ".join(args), p.returncode, p.stderr.strip()))
-    return p
-
-
 def random_prefix():
     """A fresh namespace prefix, so that parallel runs never meet."""
     return "cfxt" + secrets.token_hex(3)
-
-
-def check_prefix(prefix):
-    if not PREFIX_RE.fullmatch(prefix or ""):
-        raise HarnessError("prefix %r must match %s" % (prefix, PREFIX_RE.pattern))
-    return prefix
-
-
-def list_netns():
-    """Names of all named network namespaces."""
-    if not shutil.which("ip"):
-        return []
-    out = _cmd(["ip", "netns", "list"], check=False).stdout
-    return [line.split()[0] for line in out.splitlines() if line.strip()]
-
-
-def owned_netns(prefix):
-    """Namespaces that this harness would have created with @p prefix (exact name pattern only)."""
-    pat = re.compile(re.escape(prefix) + r"-(n\d+|sw|chk)")
-    return [n for n in list_netns() if pat.fullmatch(n)]
 
 
 def parse_rate(text):
@@ -114,11 +84,6 @@ def parse_rate(text):
     if value < 8000:
         raise HarnessError("rate %r is below 8kbit" % text)
     return value
-
-
-def state_path(prefix):
-    """The control file a cluster writes while it exists: its layout and the pids of running ranks."""
-    return os.path.join(tempfile.gettempdir(), "netns-cluster-%s.json" % prefix)
 
 
 def parse_node(text):
@@ -656,82 +621,6 @@ class Cluster:
             if server.poll() is None:
                 kill_group(server.pid, signal.SIGKILL)
             server.wait()
-
-
-def cleanup(prefix):
-    """Deletes the namespaces named <prefix>-n<i>, <prefix>-sw and <prefix>-chk (killing processes left in
-    them, by pid) and the control file. Returns the names removed."""
-    check_prefix(prefix)
-    removed = []
-    for ns in owned_netns(prefix):
-        for pid in _cmd(["ip", "netns", "pids", ns], check=False).stdout.split():
-            with contextlib.suppress(ProcessLookupError, ValueError):
-                os.kill(int(pid), signal.SIGKILL)
-        if _cmd(["ip", "netns", "delete", ns], check=False).returncode == 0:
-            removed.append(ns)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(state_path(prefix))
-    return removed
-
-
-def _start_time(pid):
-    """Start time of process @p pid in clock ticks (tells a live owner from a reused pid); None if gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def cleanup_stale():
-    """Cleans up every cluster whose control file names an owner process that no longer exists (a harness
-    killed with SIGKILL, e.g. by a ctest timeout). Clusters without a control file are left alone."""
-    removed = []
-    folder = tempfile.gettempdir()
-    for name in sorted(os.listdir(folder)):
-        m = re.fullmatch(r"netns-cluster-(%s)\.json" % PREFIX_RE.pattern, name)
-        if not m:
-            continue
-        try:
-            with open(os.path.join(folder, name)) as f:
-                state = json.load(f)
-            pid, start = int(state["owner_pid"]), state["owner_start"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if start is not None and _start_time(pid) != start:
-            removed += cleanup(m.group(1))
-    return removed
-
-
-def owned_tempdir(prefix, parent="/var/tmp"):
-    """A new directory for a harness run (mode 755) that names its owner process, so that
-    remove_stale_tempdirs can remove it once that process is gone (a harness killed with SIGKILL)."""
-    path = tempfile.mkdtemp(prefix=prefix, dir=parent)
-    os.chmod(path, 0o755)
-    with open(os.path.join(path, "owner.json"), "w") as f:
-        json.dump({"owner_pid": os.getpid(), "owner_start": _start_time(os.getpid())}, f)
-    return path
-
-
-def remove_stale_tempdirs(prefix, parent="/var/tmp"):
-    """Removes the directories owned_tempdir made with @p prefix whose owner process no longer exists, and
-    the simulated clusters of dead owners (cleanup_stale). Returns the directories removed."""
-    removed = []
-    for name in sorted(os.listdir(parent)):
-        path = os.path.join(parent, name)
-        if not name.startswith(prefix) or not os.path.isdir(path):
-            continue
-        try:
-            with open(os.path.join(path, "owner.json")) as f:
-                state = json.load(f)
-            pid, start = int(state["owner_pid"]), state["owner_start"]
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if start is not None and _start_time(pid) != start:
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-    cleanup_stale()
-    return removed
 
 
 # ------------------------------------------------------------------------------------------------ CLI
