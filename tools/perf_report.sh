@@ -95,44 +95,40 @@ fi
 
 # ---- the runs ----
 if [[ -z "$aggregate_only" ]]; then
+  # One run: conflux-perf ARGS -J <raw>/STEM.REP.json, its output in STEM.REP.txt; the first repetition's
+  # command (paths relative to the repository) goes into the commands file LIST.
+  run_one() {
+    local stem=$1 label=$2 rep=$3 list=$4
+    shift 4
+    local json="$raw/$stem.$rep.json" out="$raw/$stem.$rep.txt"
+    # shellcheck disable=SC2206
+    local cmd=("$perf" "$@" -J "$json" $extra)
+    if [[ $dry -eq 1 ]]; then echo "${cmd[*]}"; return; fi
+    echo "[$rep/$reps] $label" >&2
+    if ! "${cmd[@]}" > "$out" 2>&1; then
+      tail -20 "$out" >&2
+      die "run failed: ${cmd[*]} (output in $out; keep it with -k)"
+    fi
+    [[ -s "$json" ]] || die "run wrote no JSON: ${cmd[*]}"
+    if [[ $rep -eq 1 ]]; then
+      printf '%s\n' "${perf#"$root"/} $* -J $stem.<rep>.json${extra:+ $extra}" >> "$raw/$list"
+    fi
+  }
   : > "$raw/commands.txt"
   : > "$raw/latency-commands.txt"
   for rep in $(seq 1 "$reps"); do
     for coll in $colls; do
       for n in $ranks; do
-        json="$raw/$coll.$n.$rep.json"
-        # shellcheck disable=SC2206
-        cmd=("$perf" "$coll" --ranks "$n" --compare mpi --pin -b 8 -e "$maxsize" -f 4 -J "$json" $extra)
-        if [[ $dry -eq 1 ]]; then echo "${cmd[*]}"; continue; fi
-        echo "[$rep/$reps] $coll, $n ranks" >&2
-        if ! "${cmd[@]}" > "$raw/$coll.$n.$rep.txt" 2>&1; then
-          tail -20 "$raw/$coll.$n.$rep.txt" >&2
-          die "run failed: ${cmd[*]} (output in $raw/$coll.$n.$rep.txt; keep it with -k)"
-        fi
-        [[ -s "$json" ]] || die "run wrote no JSON: ${cmd[*]}"
-        if [[ $rep -eq 1 ]]; then
-          printf '%s\n' "${perf#"$root"/} $coll --ranks $n --compare mpi --pin -b 8 -e $maxsize -f 4 -J $coll.$n.<rep>.json${extra:+ $extra}" >> "$raw/commands.txt"
-        fi
+        run_one "$coll.$n" "$coll, $n ranks" "$rep" commands.txt \
+          "$coll" --ranks "$n" --compare mpi --pin -b 8 -e "$maxsize" -f 4
       done
     done
     # The tail: p50, p99 and max of small all-reduces, quiet and with two spinning neighbours.
     if [[ $latency -eq 1 ]]; then
       for noise in 0 2; do
-        json="$raw/latency.$noise.$rep.json"
         noise_args=(); [[ $noise -gt 0 ]] && noise_args=(--noise "$noise")
-        # shellcheck disable=SC2206
-        cmd=("$perf" allreduce --ranks 2 --compare mpi --pin -b 8 -e 4K -f 8 -n 10000 -w 200 --percentiles
-             "${noise_args[@]}" -J "$json" $extra)
-        if [[ $dry -eq 1 ]]; then echo "${cmd[*]}"; continue; fi
-        echo "[$rep/$reps] tail latency, noise $noise" >&2
-        if ! "${cmd[@]}" > "$raw/latency.$noise.$rep.txt" 2>&1; then
-          tail -20 "$raw/latency.$noise.$rep.txt" >&2
-          die "run failed: ${cmd[*]} (output in $raw/latency.$noise.$rep.txt; keep it with -k)"
-        fi
-        [[ -s "$json" ]] || die "run wrote no JSON: ${cmd[*]}"
-        if [[ $rep -eq 1 ]]; then
-          printf '%s\n' "${perf#"$root"/} allreduce --ranks 2 --compare mpi --pin -b 8 -e 4K -f 8 -n 10000 -w 200 --percentiles${noise_args[*]:+ ${noise_args[*]}} -J latency.$noise.<rep>.json${extra:+ $extra}" >> "$raw/latency-commands.txt"
-        fi
+        run_one "latency.$noise" "tail latency, noise $noise" "$rep" latency-commands.txt \
+          allreduce --ranks 2 --compare mpi --pin -b 8 -e 4K -f 8 -n 10000 -w 200 --percentiles "${noise_args[@]}"
       done
     fi
   done

@@ -136,6 +136,20 @@ TEST_F(BootstrapStore, ConnectTimeoutNamesTheAddress) {
 // A loopback connect to a port nobody listens on yet can pick that port as its source and connect to
 // itself (TCP simultaneous open); a store client retrying until its server starts would then wait for a
 // greeting from itself until its deadline instead of retrying. tryConnect treats it as refused.
+namespace {
+
+/// The address a listening socket is bound to (its port picked by the kernel).
+SockAddr boundAddress(const Fd& listener) {
+  SockAddr a;
+  a.len = sizeof a.storage;
+  if (getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a.storage), &a.len) != 0) {
+    ADD_FAILURE() << "getsockname: " << std::strerror(errno);
+  }
+  return a;
+}
+
+}  // namespace
+
 TEST(BootstrapSocket, ASocketConnectedToItselfIsRecognised) {
   Fd self(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   ASSERT_TRUE(self.valid());
@@ -151,12 +165,7 @@ TEST(BootstrapSocket, ASocketConnectedToItselfIsRecognised) {
   SockAddr l = resolveAddress("127.0.0.1", 1);
   reinterpret_cast<sockaddr_in&>(l.storage).sin_port = 0;
   Fd listener = listenOn(l, 1);
-  sockaddr_storage where{};
-  socklen_t whereLen = sizeof where;
-  ASSERT_EQ(getsockname(listener.get(), reinterpret_cast<sockaddr*>(&where), &whereLen), 0);
-  SockAddr target;
-  target.storage = where;
-  target.len = whereLen;
+  const SockAddr target = boundAddress(listener);
   Fd out;
   ASSERT_EQ(tryConnect(target, Clock::now() + 2000ms, &out), 0);
   EXPECT_FALSE(isSelfConnected(out.get()));
@@ -165,14 +174,8 @@ TEST(BootstrapSocket, ASocketConnectedToItselfIsRecognised) {
 TEST(BootstrapSocket, AConnectionLeavesFromTheSourceAddressGiven) {
   // Every 127.x address is this host's; the kernel would pick 127.0.0.1 unless told otherwise. A rank
   // with a NIC of its own binds its connections to that NIC's address, so that they leave by it.
-  SockAddr l = resolveAddress("127.0.0.1", 0);
-  Fd listener = listenOn(l, 4);
-  sockaddr_storage where{};
-  socklen_t whereLen = sizeof where;
-  ASSERT_EQ(getsockname(listener.get(), reinterpret_cast<sockaddr*>(&where), &whereLen), 0);
-  SockAddr target;
-  target.storage = where;
-  target.len = whereLen;
+  Fd listener = listenOn(resolveAddress("127.0.0.1", 0), 4);
+  const SockAddr target = boundAddress(listener);
   for (const char* source : {"127.0.0.2", "127.0.0.3"}) {
     const SockAddr from = resolveAddress(source, 0);
     Fd out;
