@@ -94,6 +94,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   if (windowRounds < 1 || windowRounds > 4096) {
     throw Error(Code::InvalidArgument, "CONFLUX_EXEC_WINDOW=" + std::to_string(windowRounds) + ": must be 1 to 4096");
   }
+  (void)SingleCopyPolicy::fromConfig(true);  // CONFLUX_SHM_CMA and its size checked before the bootstrap too
   if (chooseChunk_) {
     chunkBytes_ = kPipelineChunkBytes;
   } else if (const int64_t chunk = config::getInt(config::Var::CHUNK_BYTES); chunk < 4096 || chunk > (int64_t{1} << 30)) {
@@ -148,6 +149,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
                                                config::getString(config::Var::TRACE_DIR));
   eagerAlgorithm_ = recorder_->internAlgorithm("eager");
   p2pAlgorithm_ = recorder_->internAlgorithm("p2p");
+  singleCopyAlgorithm_ = recorder_->internAlgorithm("direct_cma");
   deviceAlgorithm_ = recorder_->internAlgorithm("device");
   if (config::getBool(config::Var::TRACE_SIGNAL)) FlightRecorder::installSignalDump();
   // Metrics (src/comm_metrics.h): the first communicator of the process starts the service and names
@@ -168,6 +170,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   cfg.globalRanks = layout.localRanks;
   cfg.channelBytes = static_cast<size_t>(config::getInt(config::Var::SHM_CHANNEL_BYTES));
   cfg.stagingBytes = static_cast<size_t>(config::getInt(config::Var::SHM_STAGING_BYTES));
+  cfg.crossMemory = SingleCopyPolicy::wanted() && config::getBool(config::Var::DIRECT) && numNodes_ == 1;
   const transport::BlobAllGather allGather = [&](const std::vector<uint8_t>& v) { return boot.allGather(v); };
   const transport::BlobAllGather localAllGather = [&](const std::vector<uint8_t>& v) {
     return boot.allGatherAmong(layout.localRanks, v);
@@ -219,7 +222,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   timed_ = recorder_->enabled() || metrics_ != nullptr;
   linkPeers(env_, selectTransports(hosts, rank_));
   if (config::getBool(config::Var::DIRECT) && numNodes_ == 1 && nranks_ > 1) {
-    direct_ = std::make_unique<DirectCalls>(*world_, env_);
+    direct_ = std::make_unique<DirectCalls>(*world_, env_, SingleCopyPolicy::fromConfig(world_->crossMemory()));
     PlanBuilder b("entry barrier");
     b.barrier();
     entryBarrier_ = b.finish();

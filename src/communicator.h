@@ -161,8 +161,9 @@ class CommunicatorImpl {
   /// The selector's choice and its plan for `p`, from the cache or made now (the choice depends only on
   /// the parameters, so it is cached with the plan and the fast path builds no strings).
   const CachedPlan& planFor(const PlanParams& p, uint64_t bytes, bool peerBuffers);
-  /// Steps 1-3 of src/direct_call.h: whether this call runs direct (then `bufs` has the peer tables).
-  Status agreeOnDirect(const CallArgs& a, const BufferSizes& sizes, ExecBuffers& bufs, bool& direct);
+  /// Steps 1-3 of src/direct_call.h: whether this call runs direct (then `bufs` has the peer tables), and
+  /// whether it reads some peer's private buffer with single copies.
+  Status agreeOnDirect(const CallArgs& a, const BufferSizes& sizes, ExecBuffers& bufs, bool& direct, bool& singleCopy);
   Status execute(const Plan& plan, const ExecBuffers& bufs, ExecCall call);
   Status runEagerCall(const CallArgs& a, const void* scalar, uint64_t inputBytes);
   /// What the plans need to know of call `a` on this communicator.
@@ -254,7 +255,7 @@ class CommunicatorImpl {
   RecentBuffers recent_;  // host buffers of recent calls: is a receive buffer still in cache?
   std::unique_ptr<FlightRecorder> recorder_;  // the last CONFLUX_TRACE_ENTRIES calls (src/flight_recorder.h)
   TraceCursor current_;                       // the call in progress (call thread only)
-  uint32_t eagerAlgorithm_ = 0, p2pAlgorithm_ = 0, deviceAlgorithm_ = 0;  // recorder names
+  uint32_t eagerAlgorithm_ = 0, p2pAlgorithm_ = 0, deviceAlgorithm_ = 0, singleCopyAlgorithm_ = 0;  // recorder names
   std::atomic<bool> dumped_{false};           // a dump was written for the communicator's error
   uint32_t algorithm_ = 0;                    // the call in progress's algorithm (call thread only)
   // Counters of the calls, exported by core/metrics (null unless CONFLUX_METRICS_ADDR/FILE ask for them).

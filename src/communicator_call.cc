@@ -202,8 +202,8 @@ Status CommunicatorImpl::runLocked(const CallArgs& a) {
   const PlanParams p = planParamsOf(a);
   const BufferSizes sizes = bufferSizes(p);
   ExecBuffers bufs;
-  bool peerBuffers = false;
-  if (Status s = agreeOnDirect(a, sizes, bufs, peerBuffers); !s) return s;
+  bool peerBuffers = false, singleCopy = false;
+  if (Status s = agreeOnDirect(a, sizes, bufs, peerBuffers, singleCopy); !s) return s;
   const CachedPlan* cached = nullptr;
   try {
     cached = &planFor(p, std::max(sizes.send, sizes.recv), peerBuffers);
@@ -212,10 +212,11 @@ Status CommunicatorImpl::runLocked(const CallArgs& a) {
     return e.status();  // nothing was communicated: the communicator stays usable
   }
   const Plan* plan = cached->plan.get();
-  chose(cached->traceAlgorithm);
+  chose(singleCopy ? singleCopyAlgorithm_ : cached->traceAlgorithm);
   CFX_INFO(kColl, "%s count=%llu %s %s root=%d: %s (%s)", std::string(collectiveName(a.coll)).c_str(),
            static_cast<unsigned long long>(a.count), std::string(dataTypeName(a.dtype)).c_str(),
-           std::string(redOpName(a.op)).c_str(), a.root, plan->algorithm.c_str(), cached->selection.reason.c_str());
+           std::string(redOpName(a.op)).c_str(), a.root, singleCopy ? "direct_cma" : plan->algorithm.c_str(),
+           singleCopy ? "private send buffers read with process_vm_readv" : cached->selection.reason.c_str());
 
   if (scratch_.size() < plan->scratchBytes) {
     if (env_.net != nullptr) env_.net->forget(scratch_.data(), scratch_.size());  // stale registrations
@@ -231,13 +232,25 @@ Status CommunicatorImpl::runLocked(const CallArgs& a) {
   return execute(*plan, bufs, call);
 }
 
-Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& sizes, ExecBuffers& bufs, bool& direct) {
+Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& sizes, ExecBuffers& bufs, bool& direct,
+                                       bool& singleCopy) {
   direct = false;
+  singleCopy = false;
   // PreMulSum scales each input where its owner reads it; direct plans read peers' inputs.
   if (!direct_ || a.op == RedOp::PreMulSum) return Status::ok();
   if (auto forced = selector_.forced(a.coll); forced && *forced != Algo::Direct) return Status::ok();
-  if (!direct_->publish(a.coll, a.root, a.send, sizes.send, a.recv, sizes.recv)) {
-    world_->barrierArrive();  // counted like everyone's; the answer (no) needs no waiting
+  DirectCalls::Call c;
+  c.coll = a.coll;
+  c.root = a.root;
+  c.send = a.send;
+  c.sendBytes = sizes.send;
+  c.recv = a.recv;
+  c.recvBytes = sizes.recv;
+  c.pieceBytes = a.count * dataTypeSize(a.dtype);  // a copying collective's piece: a block, or the vector
+  // Before this call is recorded (runLocked): whether its buffers were touched recently enough to be in cache.
+  c.warm = recent_.warm(a.send, sizes.send) && recent_.warm(a.recv, sizes.recv);
+  if (!direct_->publish(c)) {
+    world_->barrierArrive();  // counted like everyone's; the answer (staged) needs no waiting
     return Status::ok();
   }
   ExecCall call = execCallOf(a, nullptr);
@@ -246,7 +259,9 @@ Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& siz
   call.graph = &entryBarrierGraph_;
   if (Status s = conflux::execute(entryBarrier_, ExecBuffers{}, call, env_, work_); !s) return failed(s);
   try {
-    direct = direct_->resolve(a.coll, a.root, bufs);
+    const DirectCalls::Mode mode = direct_->resolve(a.coll, a.root, bufs);
+    direct = mode != DirectCalls::Mode::Staged;
+    singleCopy = mode == DirectCalls::Mode::SingleCopy;
   } catch (const Error& e) {
     return failed(reportFailure(env_, e.status(), -1));
   }

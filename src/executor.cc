@@ -4,13 +4,14 @@
 #include "src/executor.h"
 
 #include <algorithm>
-
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <string>
 
 #include "core/ticks.h"
 #include "src/rank_executor.h"
+#include "transport/shm/cross_memory.h"
 
 namespace conflux::exec {
 namespace {
@@ -123,6 +124,7 @@ bool RankExecutor::ready(uint32_t i, uint32_t pos) const {
 bool RankExecutor::start(uint32_t i, const Op& op, OpState& st) {
   if (!isCommOp(op.kind)) {
     runLocal(op);
+    if (netFailed_) return false;  // a single-copy read failed
     st.started = true;
     completed(op, st);
     return true;
@@ -244,12 +246,27 @@ bool RankExecutor::progressRecv(const Op& op, OpState& st) {
   return progressed;
 }
 
+void RankExecutor::copyFromPeerProcess(int pid, const BufRef& ref, std::byte* dst, const std::byte* remote,
+                                       uint64_t bytes) {
+  const int err = shm::readPeerMemory(pid, reinterpret_cast<uint64_t>(remote), dst, bytes);
+  if (err == 0) return;
+  netError_ = Status(err == ESRCH ? Code::RemoteError : Code::SystemError,
+                     "cannot read rank " + std::to_string(ref.rank) + "'s send buffer (process_vm_readv: " +
+                         std::strerror(err) + ")");
+  netPeer_ = ref.rank;
+  netFailed_ = true;
+}
+
 void RankExecutor::runLocal(const Op& op) {
   std::byte* dst = resolve(op.dst);
   switch (op.kind) {
     case OpKind::Copy: {
       const std::byte* src = resolve(plan_.src(op, 0));
       if (op.bytes == 0) break;
+      if (const int pid = peerProcessOf(plan_.src(op, 0)); pid != 0) {
+        copyFromPeerProcess(pid, plan_.src(op, 0), dst, src, op.bytes);
+        break;
+      }
       if (scaled(plan_.src(op, 0))) {  // in place too: the copy is where the input gets its scalar
         scaleCopy(dst, src, op.bytes);
         break;

@@ -51,6 +51,10 @@ struct ExecBuffers {
   /// Direct plans: every rank's send and recv buffer as mapped in this process, by global rank.
   const std::byte* const* peerSend = nullptr;
   std::byte* const* peerRecv = nullptr;
+  /// Direct plans with single-copy reads (src/direct_call.h): by global rank, the process whose address
+  /// peerSend holds (the buffer is read with process_vm_readv, never dereferenced), or 0 where peerSend
+  /// is mapped here. Only plans that merely copy from peers' send buffers run with it.
+  const int* peerProcess = nullptr;
 };
 
 /// Everything about the call that the plan does not say.

@@ -74,13 +74,18 @@ class RankExecutor {
   /// A local copy to `ref` (resolved: dst). Pieces of a message far larger than the caches, or of one
   /// whose receive buffer is cold (ExecCall::recvCold), go to the caller's buffer with non-temporal
   /// stores: the lines are not in cache (or would be evicted before anyone reads them), and streaming
-  /// skips the reads that ordinary stores cause (read-for-ownership).
+  /// skips the reads that ordinary stores cause (read-for-ownership). A call with single-copy reads
+  /// (taken only on warm buffers, src/direct_call.h) copies into its warm receive buffer with ordinary
+  /// stores at every size below that (memcpy, which streams on its own only beyond a large share of the
+  /// last-level cache): cpu::copy would stream from 1 MiB and push the warm lines out to memory.
   void copyOut(const BufRef& ref, std::byte* dst, const std::byte* src, uint64_t bytes) const {
     if (src == dst) return;
     const bool stream = (ref.kind == BufKind::Recv && streamToRecv_) || (isPeer(ref) && streamToPeers_);
     if (stream) {
       cpu::copyStreaming(dst, src, bytes);
       work_.streamedBytes += bytes;
+    } else if (bufs_.peerProcess != nullptr && ref.kind == BufKind::Recv && !call_.recvCold) {
+      std::memcpy(dst, src, bytes);
     } else {
       cpu::copy(dst, src, bytes);
     }
@@ -131,6 +136,12 @@ class RankExecutor {
   /// Moves the window's start past completed operations and its end to the rounds it may open.
   void slideWindow();
   void runLocal(const Op& op);
+  /// The process whose memory `ref` (a peer's send buffer) must be read from with process_vm_readv, or 0.
+  int peerProcessOf(const BufRef& ref) const {
+    return bufs_.peerProcess != nullptr && isPeer(ref) && ref.kind == BufKind::Send ? bufs_.peerProcess[ref.rank] : 0;
+  }
+  /// A Copy from a peer's private send buffer: one kernel copy. On failure sets netFailed_.
+  void copyFromPeerProcess(int pid, const BufRef& ref, std::byte* dst, const std::byte* remote, uint64_t bytes);
 
   // ---- messages to and from other nodes (executor_net.cc) ----
   /// Lays out the call's bounce memory: per round, the bytes its RecvReduce operations from other nodes
@@ -211,7 +222,7 @@ class RankExecutor {
   uint32_t nextBlock_ = 0;   // the first round whose bounce block is not reserved yet (reserveBounce)
   int netPending_ = 0;       // posted inter-node operations not yet complete
   bool localPending_ = false;  // started operations with local-group members not yet complete (last progress)
-  bool netFailed_ = false;   // one failed: netError_ names the peer and the operation
+  bool netFailed_ = false;   // one failed (or a single-copy read of a local peer): netError_ names the peer and the operation
   Status netError_;
   int netPeer_ = -1;
   Clock::time_point publishedProgress_{};  // what this rank last published to its node (publishProgress)

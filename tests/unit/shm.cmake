@@ -4,6 +4,7 @@ if(TARGET conflux_shm)
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shm_world.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_shm_channel.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_shm_sync.cc
+            ${CMAKE_CURRENT_LIST_DIR}/test_cross_memory.cc
     LIBS conflux_shm conflux_test_common
     LABELS multiproc
     TIMEOUT 60)

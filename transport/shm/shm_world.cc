@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +27,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "transport/shm/channel.h"
+#include "transport/shm/cross_memory.h"
 #include "transport/shm/doorbell.h"
 #include "transport/shm/layout.h"
 #include "transport/shm/liveness.h"
@@ -42,6 +44,8 @@ struct ExchangeRecord {
   uint64_t segmentBytes = 0;
   uint64_t pidNsDev = 0;  ///< Pid namespace identity (0: unknown): liveness only works within one.
   uint64_t pidNsIno = 0;
+  uint64_t probeAddress = 0;  ///< crossMemoryProbeAddress() in the sender's process.
+  uint32_t readsPeers = 0;    ///< Second exchange: the sender read every peer's probe word (cross_memory.h).
   char message[256] = {};
 };
 
@@ -127,6 +131,23 @@ class ShmWorldImpl final : public ShmWorld {
     }
   }
 
+  /// Step 3b: whether this rank can read every peer's memory with process_vm_readv (cross_memory.h).
+  bool probeCrossMemory(const std::vector<ExchangeRecord>& recs) const {
+    if (!cfg_.crossMemory) return false;
+    const auto ns = pidNamespace();
+    for (int r = 0; r < cfg_.localSize; ++r) {
+      if (r == me()) continue;
+      const bool sameNs = ns.second != 0 && recs[r].pidNsDev == ns.first && recs[r].pidNsIno == ns.second;
+      std::string why;
+      if (!sameNs) why = "it is in another pid namespace";
+      if (sameNs && canReadPeerMemory(static_cast<pid_t>(recs[r].pid), recs[r].probeAddress, why)) continue;
+      CFX_INFO(kShm, "shm: local rank %d cannot read local rank %d's memory directly (%s): private buffers are staged",
+               me(), r, why.c_str());
+      return false;
+    }
+    return true;
+  }
+
   /// Step 5 (after the mapped barrier): unlink own name, build channels, watch peers.
   void finish(const std::vector<ExchangeRecord>& recs) {
     segs_[me()].unlink();
@@ -206,6 +227,8 @@ class ShmWorldImpl final : public ShmWorld {
   }
   DirectSlot& directSlot(int localRank) override { return control(checkRank(localRank)).direct; }
   int pidOf(int localRank) const override { return pids_[checkRank(localRank)]; }
+  bool crossMemory() const override { return crossMemory_; }
+  void setCrossMemory(bool on) { crossMemory_ = on; }
 
   void wakeSleepingPeers() override {
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -330,6 +353,7 @@ class ShmWorldImpl final : public ShmWorld {
   PeerLiveness liveness_;
   std::vector<pid_t> pids_;    ///< By local rank; 0 for a peer in another pid namespace.
   uint64_t barrierGen_ = 0;
+  bool crossMemory_ = false;   ///< Every local rank can read every other's memory (process_vm_readv).
 };
 
 /// Throws this rank's own failure first, else the first failed peer's.
@@ -356,6 +380,7 @@ std::unique_ptr<ShmWorld> ShmWorld::create(const ShmConfig& cfg, const LocalExch
   mine.pid = static_cast<uint64_t>(::getpid());
   mine.segmentBytes = layout.totalBytes;
   std::tie(mine.pidNsDev, mine.pidNsIno) = pidNamespace();
+  mine.probeAddress = crossMemoryProbeAddress();
   std::optional<Error> failure;
   try {
     world->createOwn();
@@ -368,20 +393,25 @@ std::unique_ptr<ShmWorld> ShmWorld::create(const ShmConfig& cfg, const LocalExch
   ExchangeRecord mapped;
   try {
     world->mapPeers(recs);
+    mapped.readsPeers = world->probeCrossMemory(recs) ? 1 : 0;
   } catch (const Error& e) {
     markFailed(mapped, failure, e);
   }
-  throwIfAnyFailed(allGather(ex, mapped, cfg.localSize), cfg, failure, "map the segments of its peers");
+  const std::vector<ExchangeRecord> mappedRecs = allGather(ex, mapped, cfg.localSize);
+  throwIfAnyFailed(mappedRecs, cfg, failure, "map the segments of its peers");
+  // One answer for all: a call reads peers' memory only when every rank can (the plans must agree).
+  world->setCrossMemory(cfg.localSize > 1 &&
+                        std::all_of(mappedRecs.begin(), mappedRecs.end(), [](const ExchangeRecord& r) { return r.readsPeers != 0; }));
 
   world->finish(recs);
   ex.barrier();  // every rank has unlinked its own segment
 
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  CFX_INFO(kShm, "shm: local rank %d/%d ready in %.1f ms: segment %llu bytes (%llu channels x %llu, staging 2 x %llu)",
+  CFX_INFO(kShm, "shm: local rank %d/%d ready in %.1f ms: segment %llu bytes (%llu channels x %llu, staging 2 x %llu), single-copy reads %s",
            cfg.localRank, cfg.localSize, ms, static_cast<unsigned long long>(layout.totalBytes),
            static_cast<unsigned long long>(layout.channelCount),
            static_cast<unsigned long long>(layout.channelCapacity),
-           static_cast<unsigned long long>(layout.stagingStride));
+           static_cast<unsigned long long>(layout.stagingStride), world->crossMemory() ? "on" : "off");
   return world;
 }
 

@@ -43,6 +43,7 @@ struct ShmConfig {
   std::vector<int> globalRanks;     ///< Global rank of each local rank (for messages).
   size_t channelBytes = 1 << 20;    ///< Per ordered pair; rounded up to a multiple of 4096.
   size_t stagingBytes = 8 << 20;    ///< Usable staging per epoch; the segment holds two (double buffer).
+  bool crossMemory = true;          ///< Probe single-copy reads between the ranks (cross_memory.h).
 };
 
 // The stream, error and call-descriptor types are the local-group interface's (transport/local_group.h).
@@ -78,6 +79,9 @@ class ShmWorld : public transport::LocalGroup {
   virtual DirectSlot& directSlot(int localRank) = 0;
   /// Process id of local rank `localRank` as this process sees it; 0 when it is in another pid namespace.
   virtual int pidOf(int localRank) const = 0;
+  /// True when every local rank found at start-up that it can read every other's memory with
+  /// process_vm_readv (ShmConfig::crossMemory, cross_memory.h); the same answer on every rank.
+  virtual bool crossMemory() const = 0;
 };
 
 }  // namespace conflux::shm

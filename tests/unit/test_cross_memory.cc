@@ -1,0 +1,133 @@
+// Single-copy reads of another process's memory (transport/shm/cross_memory.h) and the shared-memory
+// world's start-up probe of them (ShmWorld::crossMemory).
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "test_shm_util.h"
+#include "transport/shm/cross_memory.h"
+
+using namespace conflux::shm;
+using namespace shmtest;
+
+namespace {
+
+/// A child process that fills `bytes` of its own heap with a pattern, reports the buffer's address in a
+/// shared word and waits to be killed. The pattern is written after the fork: the parent's pages differ.
+class PatternChild {
+ public:
+  explicit PatternChild(size_t bytes) {
+    auto* shared = static_cast<uint64_t*>(
+        ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    shared_ = shared;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      auto* p = new unsigned char[bytes];
+      for (size_t i = 0; i < bytes; ++i) p[i] = patternAt(i);
+      __atomic_store_n(&shared[0], reinterpret_cast<uint64_t>(p), __ATOMIC_RELEASE);
+      for (;;) ::pause();
+    }
+    while (__atomic_load_n(&shared_[0], __ATOMIC_ACQUIRE) == 0) ::usleep(100);
+  }
+  ~PatternChild() {
+    stop();
+    ::munmap(shared_, 4096);
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    stopped_ = pid_;
+    pid_ = -1;
+  }
+  static unsigned char patternAt(size_t i) { return static_cast<unsigned char>((i * 131 + 7) ^ (i >> 12)); }
+  pid_t pid() const { return pid_ > 0 ? pid_ : stopped_; }
+  uint64_t address() const { return shared_[0]; }
+
+ private:
+  uint64_t* shared_ = nullptr;
+  pid_t pid_ = -1;
+  pid_t stopped_ = -1;
+};
+
+}  // namespace
+
+TEST(CrossMemory, ReadsAnotherProcesssPrivateMemory) {
+  constexpr size_t kBytes = (size_t{3} << 20) + 12345;  // many pages, an odd tail
+  PatternChild child(kBytes);
+  std::vector<unsigned char> out(kBytes, 0);
+  ASSERT_EQ(readPeerMemory(child.pid(), child.address(), out.data(), kBytes), 0) << std::strerror(errno);
+  for (size_t i = 0; i < kBytes; ++i) ASSERT_EQ(out[i], PatternChild::patternAt(i)) << "byte " << i;
+  // An unaligned piece from the middle.
+  std::vector<unsigned char> piece(5000, 0);
+  ASSERT_EQ(readPeerMemory(child.pid(), child.address() + 4093, piece.data(), piece.size()), 0);
+  for (size_t i = 0; i < piece.size(); ++i) ASSERT_EQ(piece[i], PatternChild::patternAt(4093 + i));
+  EXPECT_EQ(readPeerMemory(child.pid(), child.address(), out.data(), 0), 0);  // nothing to read
+}
+
+TEST(CrossMemory, ProbeFindsTheWordOfTheSameProgram) {
+  PatternChild child(4096);  // a fork: the probe word is at the same address there
+  std::string why;
+  EXPECT_TRUE(canReadPeerMemory(child.pid(), crossMemoryProbeAddress(), why)) << why;
+  // The child's pattern is not the probe value.
+  EXPECT_FALSE(canReadPeerMemory(child.pid(), child.address(), why));
+  EXPECT_NE(why.find("unexpected value"), std::string::npos) << why;
+  EXPECT_FALSE(canReadPeerMemory(0, crossMemoryProbeAddress(), why));
+  EXPECT_NE(why.find("not known"), std::string::npos) << why;
+}
+
+TEST(CrossMemory, FailuresNameTheirCause) {
+  PatternChild child(4096);
+  std::vector<unsigned char> out(8192);
+  // A range the child does not map (page 0).
+  EXPECT_EQ(readPeerMemory(child.pid(), 4096, out.data(), out.size()), EFAULT);
+  // Past the end of the child's heap (a few hundred KiB): what can be read is, then the rest fails.
+  constexpr size_t kBig = size_t{64} << 20;
+  void* big = ::mmap(nullptr, kBig, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(big, MAP_FAILED);
+  EXPECT_EQ(readPeerMemory(child.pid(), child.address(), big, kBig), EFAULT);
+  ::munmap(big, kBig);
+  const pid_t gone = child.pid();
+  child.stop();
+  EXPECT_EQ(readPeerMemory(gone, child.address(), out.data(), 64), ESRCH);
+  std::string why;
+  EXPECT_FALSE(canReadPeerMemory(gone, crossMemoryProbeAddress(), why));
+  EXPECT_NE(why.find("process_vm_readv"), std::string::npos) << why;
+}
+
+TEST(CrossMemory, TheWorldAgreesAtStartUp) {
+  TempDir dir;
+  for (bool wanted : {true, false}) {
+    const std::string tag = makeTag();
+    Ranks ranks(3);
+    ranks.run([&](int rank) {
+      auto cfg = smallConfig(dir.path, tag, rank, 3);
+      cfg.crossMemory = wanted;
+      auto w = ShmWorld::create(cfg, ranks.exchange(rank));
+      SHM_CHECK(w->crossMemory() == wanted);
+      const uint64_t g = w->barrierArrive();
+      SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g); }));
+    });
+  }
+  // One rank that does not want it turns it off for all.
+  const std::string tag = makeTag();
+  Ranks ranks(3);
+  ranks.run([&](int rank) {
+    auto cfg = smallConfig(dir.path, tag, rank, 3);
+    cfg.crossMemory = rank != 1;
+    auto w = ShmWorld::create(cfg, ranks.exchange(rank));
+    SHM_CHECK(!w->crossMemory());
+    const uint64_t g = w->barrierArrive();
+    SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g); }));
+  });
+  // One rank alone reads nobody.
+  auto solo = ShmWorld::create(smallConfig(dir.path, makeTag(), 0, 1), soloExchange());
+  EXPECT_FALSE(solo->crossMemory());
+}
