@@ -105,11 +105,14 @@ if [[ -z "$aggregate_only" ]]; then
     local cmd=("$perf" "$@" -J "$json" $extra)
     if [[ $dry -eq 1 ]]; then echo "${cmd[*]}"; return; fi
     echo "[$rep/$reps] $label" >&2
+    # The cores' hand-over speed before and after (the host may move the vCPUs: performance-method.md).
+    "$perf" cores --samples 3 > "$raw/$stem.$rep.cores.txt" 2>&1 || true
     if ! "${cmd[@]}" > "$out" 2>&1; then
       tail -20 "$out" >&2
       die "run failed: ${cmd[*]} (output in $out; keep it with -k)"
     fi
     [[ -s "$json" ]] || die "run wrote no JSON: ${cmd[*]}"
+    "$perf" cores --samples 3 >> "$raw/$stem.$rep.cores.txt" 2>&1 || true
     if [[ $rep -eq 1 ]]; then
       printf '%s\n' "${perf#"$root"/} $* -J $stem.<rep>.json${extra:+ $extra}" >> "$raw/$list"
     fi
@@ -315,6 +318,22 @@ for noise in ("0", "2"):
 if not sections:
     sys.exit(f"perf_report.sh: no JSON results in {raw}")
 
+# `conflux-perf cores` before and after each run: the round trip of a cache line between the ranks' cores.
+trips = []
+for f in sorted(glob.glob(os.path.join(raw, "*.cores.txt"))):
+    for line in open(f):
+        if line.startswith("# round trip of a cache line: "):
+            trips.append(float(line.split(": ", 1)[1].split(" ns")[0]))
+core_lines = []
+if trips:
+    trips.sort()
+    q = lambda p: trips[min(len(trips) - 1, int(p * len(trips)))]
+    core_lines = [f"- Cores 0 and 1, round trip of a cache line (`conflux-perf cores`, before and after each of "
+                  f"{plural(len(trips) // 2, 'run')}): median {trips[len(trips) // 2]:.0f} ns, from {trips[0]:.0f} "
+                  f"to {trips[-1]:.0f} (10th and 90th percentiles {q(0.1):.0f} and {q(0.9):.0f}); where the host "
+                  "moves the vCPUs apart it rises about fivefold, and shared-memory collectives slow down with it "
+                  "(performance-method.md)"]
+
 heading = "# Performance: Conflux vs Open MPI" + (f" ({tag}: conflux-perf {extra})" if tag else "")
 md = [heading, "",
       "Written by `tools/perf_report.sh`; how we measure (pinning, medians, noise) is in "
@@ -326,6 +345,7 @@ md = [heading, "",
       f"- Kernel: {machine.get('kernel', '?')} ({machine.get('os', '')})",
       f"- MPI: {machine.get('mpi', '?')}",
       f"- Conflux revision: {machine.get('revision', '?')}, measured {machine.get('date', '?')}",
+      *core_lines,
       "", "## Commands", "",
       f"Each command below ran {plural(int(machine.get('reps') or 0), 'time')}, alternating over all collectives "
       "and rank counts; the tables give the median per size.", "", "```"]

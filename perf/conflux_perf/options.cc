@@ -75,6 +75,8 @@ std::string usageText(const char* program) {
   std::string colls;
   for (const CollInfo& c : allColls()) colls += std::string(colls.empty() ? "" : "|") + c.command;
   return "usage: " + p + " <" + colls + "> [flags]\n"
+         "       " + p + " net --help     point-to-point latency and bandwidth between two ranks\n"
+         "       " + p + " cores --help   how fast two cores hand data to each other now\n"
          "nccl-tests flags (same meaning and defaults):\n"
          "  -b,--minbytes <size>       smallest size (K/M/G suffixes; default 32M)\n"
          "  -e,--maxbytes <size>       largest size (default 32M)\n"

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """conflux-perf's command line: bad flags give one clear message on stderr, no rows, and exit status 2;
 -h prints the usage and exits 0; an invalid root for the actual number of ranks fails with status 1;
-NCCL_TESTS_MIN_BW turns a low average bus bandwidth into FAILED, as in nccl-tests.
+NCCL_TESTS_MIN_BW turns a low average bus bandwidth into FAILED, as in nccl-tests; `conflux-perf cores`
+prints its two measurements, and refuses bad flags and cores that do not exist.
 
   test_cli.py CONFLUX_PERF
 """
@@ -45,6 +46,39 @@ BAD = [
 ]
 
 
+CORES_BAD = [
+    (["--cores", "0"], "two different core numbers"),
+    (["--cores", "1,1"], "two different core numbers"),
+    (["--cores", "0,x"], "two different core numbers"),
+    (["--samples", "0"], "--samples takes 1..1000"),
+    (["--samples"], "missing the value of --samples"),
+    (["--what", "1"], "unknown flag --what"),
+    (["--cores", "0,100000"], "two different core numbers"),
+    (["--cores", "0,%d" % (os.cpu_count() or 1)], "online cores"),
+]
+
+
+def check_cores(binary):
+    """conflux-perf cores: the measurement's two lines (each a positive median), and its bad flags."""
+    failures = []
+    for args, words in CORES_BAD:
+        p = subprocess.run([binary, "cores"] + args, capture_output=True, text=True, timeout=30)
+        if p.returncode != 2 or words not in p.stderr or not p.stderr.startswith("conflux-perf cores: "):
+            failures.append("cores %r: exit %d, stderr %r should say %r" % (args, p.returncode, p.stderr.strip(), words))
+    p = subprocess.run([binary, "cores", "--samples", "3"], capture_output=True, text=True, timeout=60)
+    if (os.cpu_count() or 1) < 2:
+        if p.returncode != 2:
+            failures.append("cores on one core: exit %d, expected 2" % p.returncode)
+        return failures
+    lines = {l.split(":")[0]: l for l in p.stdout.splitlines()}
+    for key, unit in (("# round trip of a cache line", " ns,"), ("# 1 MiB written on one core, copied on the other", " us,")):
+        line = lines.get(key, "")
+        value = line.split(": ", 1)[1].split(unit)[0] if unit in line else ""
+        if p.returncode != 0 or not value or float(value) <= 0 or "median of 3" not in line:
+            failures.append("cores: exit %d, no %r line with a positive median of 3 in %r" % (p.returncode, key, p.stdout))
+    return failures
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -76,6 +110,7 @@ def main():
         avg = [l for l in p.stdout.splitlines() if l.startswith("# Avg bus bandwidth    : ")]
         if p.returncode != status or len(avg) != 1 or not avg[0].endswith(verdict):
             failures.append("NCCL_TESTS_MIN_BW=%s: exit %d, %r" % (min_bw, p.returncode, avg))
+    failures += check_cores(binary)
     for f in failures:
         print("FAIL:", f)
     print("command line: ok" if not failures else "command line: %d failure(s)" % len(failures))
