@@ -9,7 +9,9 @@
 # their ratios, go into a markdown table; perf/plot.py draws docs/performance-<coll>.png.
 # Then the tail: per repetition, without and with a noisy neighbour (--noise 2),
 #     conflux-perf allreduce --ranks 2 --compare mpi --pin -b 8 -e 4K -f 8 -n 10000 -w 200 --percentiles [--noise 2]
-# and the medians of p50, p99 and max per call go into a table. See docs/performance-method.md.
+# and the medians of p50, p99 and max per call go into a table. Around every run `conflux-perf cores` times
+# a cache line's round trip between cores 0 and 1: the tables use the runs whose probes stayed within 3x
+# of the fastest (the host kept the vCPUs close) where at least 3 did. See docs/performance-method.md.
 #
 #   tools/perf_report.sh [options]
 #     -B DIR     build directory holding conflux-perf (default: build/ci, then build, then every build*/)
@@ -186,6 +188,38 @@ def num(v):
 def med(xs):
     return statistics.median(xs) if xs else None
 
+# `conflux-perf cores` before and after each run: the round trip of a cache line between the ranks' cores.
+# Where the host moved the vCPUs apart it rises about fivefold and shared-memory collectives slow down
+# with it (performance-method.md): the tables use the runs whose probes all stayed within 3x of the
+# fastest seen, when at least 3 did, and say how many others they leave out.
+def probes_of(path):
+    vals = []
+    if os.path.exists(path):
+        for line in open(path):
+            if line.startswith("# round trip of a cache line: "):
+                vals.append(float(line.split(": ", 1)[1].split(" ns")[0]))
+    return vals
+
+trips = sorted(v for f in glob.glob(os.path.join(raw, "*.cores.txt")) for v in probes_of(f))
+near_limit = 3 * trips[0] if trips else None
+
+def near_runs(files):
+    """The runs measured with the cores close together, or all runs when fewer than 3 were."""
+    if near_limit is None:
+        return files
+    near = [f for f in files if (lambda v: v and max(v) <= near_limit)(probes_of(f[:-len(".json")] + ".cores.txt"))]
+    return near if len(near) >= 3 else files
+
+core_lines = []
+if trips:
+    q = lambda p: trips[min(len(trips) - 1, int(p * len(trips)))]
+    core_lines = [f"- Cores 0 and 1, round trip of a cache line (`conflux-perf cores`, before and after each of "
+                  f"{plural(len(trips) // 2, 'run')}): median {trips[len(trips) // 2]:.0f} ns, from {trips[0]:.0f} "
+                  f"to {trips[-1]:.0f} (10th and 90th percentiles {q(0.1):.0f} and {q(0.9):.0f}). Where the host "
+                  "runs the vCPUs apart it rises about fivefold and shared-memory collectives slow down with it "
+                  f"(performance-method.md); the tables below use the runs whose probes all stayed at or under "
+                  f"{near_limit:.0f} ns (3x the fastest) where at least 3 did."]
+
 sections, plots, medians_written = [], [], {}
 for coll in colls:
     runs_for_plot = []
@@ -194,6 +228,8 @@ for coll in colls:
         files = [f for f in files if not os.path.basename(f).startswith("median.")]
         if not files:
             continue
+        measured = len(files)
+        files = near_runs(files)
         conflux, mpi, ctime, mtime, first, group = {}, {}, {}, {}, None, None
         conflux_ip, mpi_ip = {}, {}
         for f in files:
@@ -249,7 +285,9 @@ for coll in colls:
 
         has_ip = bool(conflux_ip)
         lines = [f"### {coll}, {n} ranks", "",
-                 f"Median of {plural(len(files), 'run')}: bus bandwidth in GB/s (nccl-tests' busbw), out of place"
+                 f"Median of {plural(len(files), 'run')}"
+                 + (f" (of {measured}: those with the cores close together, see Machine)" if len(files) < measured else "")
+                 + ": bus bandwidth in GB/s (nccl-tests' busbw), out of place"
                  + (" and in place" if has_ip else "")
                  + (", and time per call out of place in µs." if has_time else "."), "",
                  "| size | Conflux busbw | Open MPI busbw | Conflux / MPI |"
@@ -317,22 +355,6 @@ for noise in ("0", "2"):
 
 if not sections:
     sys.exit(f"perf_report.sh: no JSON results in {raw}")
-
-# `conflux-perf cores` before and after each run: the round trip of a cache line between the ranks' cores.
-trips = []
-for f in sorted(glob.glob(os.path.join(raw, "*.cores.txt"))):
-    for line in open(f):
-        if line.startswith("# round trip of a cache line: "):
-            trips.append(float(line.split(": ", 1)[1].split(" ns")[0]))
-core_lines = []
-if trips:
-    trips.sort()
-    q = lambda p: trips[min(len(trips) - 1, int(p * len(trips)))]
-    core_lines = [f"- Cores 0 and 1, round trip of a cache line (`conflux-perf cores`, before and after each of "
-                  f"{plural(len(trips) // 2, 'run')}): median {trips[len(trips) // 2]:.0f} ns, from {trips[0]:.0f} "
-                  f"to {trips[-1]:.0f} (10th and 90th percentiles {q(0.1):.0f} and {q(0.9):.0f}); where the host "
-                  "moves the vCPUs apart it rises about fivefold, and shared-memory collectives slow down with it "
-                  "(performance-method.md)"]
 
 heading = "# Performance: Conflux vs Open MPI" + (f" ({tag}: conflux-perf {extra})" if tag else "")
 md = [heading, "",
