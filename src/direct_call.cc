@@ -68,6 +68,8 @@ bool DirectCalls::publish(const Call& c) {
   slot.send = describe(c.send, c.sendBytes);
   slot.recv = describe(c.recv, c.recvBytes);
   slot.sendAddress = reinterpret_cast<uint64_t>(c.send);
+  slot.sendBytes = c.sendBytes;
+  slot.coll = static_cast<uint32_t>(c.coll);
   slot.singleCopy = offersSingleCopy(c) ? 1 : 0;
   slot.seq.store(++seq_, std::memory_order_release);
   const bool mappable = (!needsSend(c.coll, env_.rank, c.root) || slot.send.id != 0) && (!needsRecv(c.coll) || slot.recv.id != 0);
@@ -82,6 +84,17 @@ DirectCalls::Mode DirectCalls::resolve(Collective coll, int root, ExecBuffers& b
     if (slot.seq.load(std::memory_order_acquire) != seq_) {
       throw Error(Code::InternalError, "direct call #" + std::to_string(seq_) + ": rank " + std::to_string(g) +
                                            " published buffers for another call");
+    }
+    // The plan reads each peer's whole send buffer: calls that differ (a count, the collective) must fail
+    // here, naming them, not read past a peer's buffer (the argument check comes after the plan).
+    const shm::DirectSlot& own = world_.directSlot(world_.localRank());
+    if (slot.coll != own.coll || slot.sendBytes != own.sendBytes) {
+      throw Error(Code::InvalidUsage,
+                  "direct call #" + std::to_string(seq_) + ": rank " + std::to_string(g) + " called " +
+                      std::string(collectiveName(static_cast<Collective>(slot.coll))) + " sending " +
+                      std::to_string(slot.sendBytes) + " bytes, rank " + std::to_string(env_.rank) + " " +
+                      std::string(collectiveName(static_cast<Collective>(own.coll))) + " sending " +
+                      std::to_string(own.sendBytes) + ": the ranks' calls differ");
     }
     if ((needsSend(coll, g, root) && slot.send.id == 0) || (needsRecv(coll) && slot.recv.id == 0)) allMappable = false;
     if (slot.singleCopy == 0) allOffer = false;

@@ -250,9 +250,13 @@ void RankExecutor::copyFromPeerProcess(int pid, const BufRef& ref, std::byte* ds
                                        uint64_t bytes) {
   const int err = shm::readPeerMemory(pid, reinterpret_cast<uint64_t>(remote), dst, bytes);
   if (err == 0) return;
-  netError_ = Status(err == ESRCH ? Code::RemoteError : Code::SystemError,
-                     "cannot read rank " + std::to_string(ref.rank) + "'s send buffer (process_vm_readv: " +
-                         std::strerror(err) + ")");
+  // A peer that died fails the read with ESRCH, or, once its pid is reused, EPERM or EFAULT: its pidfd
+  // (liveness) tells which.
+  bool gone = err == ESRCH;
+  for (int l : local_->deadPeers()) gone = gone || l == env_.localIndex[ref.rank];
+  netError_ = gone ? Status(Code::RemoteError, "rank " + std::to_string(ref.rank) + " exited while its send buffer was read")
+                   : Status(Code::SystemError, "cannot read rank " + std::to_string(ref.rank) +
+                                                   "'s send buffer (process_vm_readv: " + std::strerror(err) + ")");
   netPeer_ = ref.rank;
   netFailed_ = true;
 }
@@ -276,6 +280,11 @@ void RankExecutor::runLocal(const Op& op) {
     }
     case OpKind::Reduce:
     case OpKind::ReduceSpread: {
+      if (bufs_.peerProcess != nullptr) {  // single-copy calls are copies only (src/direct_call.h)
+        netError_ = Status(Code::InternalError, "plan " + plan_.algorithm + " reduces in a call that reads peers' private buffers");
+        netFailed_ = true;
+        break;
+      }
       srcPtrs_.resize(op.nsrc);
       // PreMulSum: the sources read from this rank's own input get its scalar. The kernel's mask has 64
       // bits; no plan reduces its own input past source 63 (one-shot stages it first, two-shot and the

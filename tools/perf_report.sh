@@ -10,8 +10,9 @@
 # Then the tail: per repetition, without and with a noisy neighbour (--noise 2),
 #     conflux-perf allreduce --ranks 2 --compare mpi --pin -b 8 -e 4K -f 8 -n 10000 -w 200 --percentiles [--noise 2]
 # and the medians of p50, p99 and max per call go into a table. Around every run `conflux-perf cores` times
-# a cache line's round trip between cores 0 and 1: the tables use the runs whose probes stayed within 3x
-# of the fastest (the host kept the vCPUs close) where at least 3 did. See docs/performance-method.md.
+# a cache line's round trip between cores 0 and 1: the bandwidth tables use the runs whose probes stayed
+# within 3x of the fastest (the host kept the vCPUs close) where at least 3 did; a run whose probe failed
+# counts as close. The tail-latency tables use every run. See docs/performance-method.md.
 #
 #   tools/perf_report.sh [options]
 #     -B DIR     build directory holding conflux-perf (default: build/ci, then build, then every build*/)
@@ -207,7 +208,7 @@ def near_runs(files):
     """The runs measured with the cores close together, or all runs when fewer than 3 were."""
     if near_limit is None:
         return files
-    near = [f for f in files if (lambda v: v and max(v) <= near_limit)(probes_of(f[:-len(".json")] + ".cores.txt"))]
+    near = [f for f in files if (lambda v: not v or max(v) <= near_limit)(probes_of(f[:-len(".json")] + ".cores.txt"))]
     return near if len(near) >= 3 else files
 
 core_lines = []

@@ -26,7 +26,7 @@ inline constexpr size_t kPageBytes = 4096;
 inline constexpr size_t kSeparation = 128;
 /// "CFXSHM01" little-endian: identifies a Conflux segment of this layout family.
 inline constexpr uint64_t kSegmentMagic = 0x31304d4853584643ull;
-inline constexpr uint32_t kLayoutVersion = 4;  // 3: eager slots of four pages; 4: DirectSlot::sendAddress and singleCopy
+inline constexpr uint32_t kLayoutVersion = 4;  // 3: eager slots of four pages; 4: DirectSlot::sendAddress, sendBytes, coll, singleCopy
 /// Call descriptors kept per rank (indexed by seq % kCallSlots).
 inline constexpr uint64_t kCallSlots = 16;
 /// Longest error message kept in a slot (characters, without the terminating NUL).
@@ -136,8 +136,9 @@ struct alignas(kSeparation) DirectSlot {
   SharedBufferRef send;
   SharedBufferRef recv;
   uint64_t sendAddress;       ///< The send buffer's address in the owner's process (single-copy reads).
+  uint64_t sendBytes;         ///< The owner's send size for this call (peers check that theirs agree).
+  uint32_t coll;              ///< The owner's collective (conflux::Collective) for this call.
   uint32_t singleCopy;        ///< 1: the owner offers single-copy reads for this call (src/direct_call.h).
-  uint32_t reserved;
 };
 
 /// Start of every segment.
