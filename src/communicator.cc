@@ -95,6 +95,10 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     throw Error(Code::InvalidArgument, "CONFLUX_EXEC_WINDOW=" + std::to_string(windowRounds) + ": must be 1 to 4096");
   }
   (void)SingleCopyPolicy::fromConfig(true);  // CONFLUX_SHM_CMA and its size checked before the bootstrap too
+  const int64_t spinUs = config::getInt(config::Var::SPIN_US);
+  if (spinUs < 0 || spinUs > 1000000) {
+    throw Error(Code::InvalidArgument, "CONFLUX_SPIN_US=" + std::to_string(spinUs) + ": must be 0 to 1000000");
+  }
   if (chooseChunk_) {
     chunkBytes_ = kPipelineChunkBytes;
   } else if (const int64_t chunk = config::getInt(config::Var::CHUNK_BYTES); chunk < 4096 || chunk > (int64_t{1} << 30)) {
@@ -194,6 +198,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   for (int l = 0; l < localSize_; ++l) env_.localIndex[layout.localRanks[l]] = l;
   env_.timeoutMs = timeoutMs;
   env_.spinCount = static_cast<int>(config::getInt(config::Var::SPIN_COUNT));
+  env_.spinNs = spinUs * 1000;
   // More ranks on this machine than cores (local ranks, or simulated nodes sharing the machine): a
   // spinning rank steals the core a peer needs, so yield almost at once.
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -201,6 +206,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     env_.spinCount = static_cast<int>(
         std::min<int64_t>(env_.spinCount, config::getInt(config::Var::OVERSUBSCRIBED_SPIN_COUNT)));
     env_.yieldCount = static_cast<int>(config::getInt(config::Var::YIELD_COUNT));
+    env_.spinNs = 0;
   }
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
   env_.windowRounds = static_cast<int>(windowRounds);

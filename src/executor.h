@@ -105,6 +105,7 @@ struct ExecEnv {
   std::vector<int> globalOfLocal; ///< Local rank -> global rank.
   int timeoutMs = 30000;
   int spinCount = 2000;
+  int64_t spinNs = 0;             ///< After spinCount polls, polling goes on this long (CONFLUX_SPIN_US).
   int yieldCount = 0;             ///< sched_yield() calls before sleeping (oversubscribed nodes).
   bool checkArgs = true;
   /// Rounds of a plan open at once (CONFLUX_EXEC_WINDOW): an operation starts when what it depends on
