@@ -203,7 +203,7 @@ Selection Selector::byDefault(Collective coll, uint64_t bytes, const CommShape& 
   if (shape.nranks == 1) return {Algo::Pairwise, "1 rank: local copy"};
   if (coll == Collective::SendRecv) return {Algo::Pairwise, "point-to-point batch"};
   if (shape.allLocal && shape.peerBuffers) {
-    return {Algo::Direct, n + " share memory and map each other's buffers: direct (no staging copies)"};
+    return {Algo::Direct, n + " share memory and reach each other's buffers (mapped, or read with process_vm_readv): direct (no staging copies)"};
   }
   if (shape.allLocal) {
     const std::string shared = n + " share memory";
