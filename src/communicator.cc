@@ -209,6 +209,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     env_.spinNs = 0;
   }
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
+  env_.streamStaging = config::getBool(config::Var::SHM_STREAM_STAGING);
   env_.windowRounds = static_cast<int>(windowRounds);
   env_.aborted = &aborted_;
   env_.net = net_.get();

@@ -106,6 +106,7 @@ struct ExecEnv {
   int timeoutMs = 30000;
   int spinCount = 2000;
   int64_t spinNs = 0;             ///< After spinCount polls, polling goes on this long (CONFLUX_SPIN_US).
+  bool streamStaging = false;     ///< Copies into staging use non-temporal stores (CONFLUX_SHM_STREAM_STAGING).
   int yieldCount = 0;             ///< sched_yield() calls before sleeping (oversubscribed nodes).
   bool checkArgs = true;
   /// Rounds of a plan open at once (CONFLUX_EXEC_WINDOW): an operation starts when what it depends on

@@ -74,13 +74,16 @@ class RankExecutor {
   /// A local copy to `ref` (resolved: dst). Pieces of a message far larger than the caches, or of one
   /// whose receive buffer is cold (ExecCall::recvCold), go to the caller's buffer with non-temporal
   /// stores: the lines are not in cache (or would be evicted before anyone reads them), and streaming
-  /// skips the reads that ordinary stores cause (read-for-ownership). A call with single-copy reads
+  /// skips the reads that ordinary stores cause (read-for-ownership). Copies into staging stream too
+  /// with CONFLUX_SHM_STREAM_STAGING=1 (ExecEnv::streamStaging): the peer then reads them from memory,
+  /// not from this core's cache, which is faster where the host runs the two cores far apart. A call with single-copy reads
   /// (taken only on warm buffers, src/direct_call.h) copies into its warm receive buffer with ordinary
   /// stores at every size below that (memcpy, which streams on its own only beyond a large share of the
   /// last-level cache): cpu::copy would stream from 1 MiB and push the warm lines out to memory.
   void copyOut(const BufRef& ref, std::byte* dst, const std::byte* src, uint64_t bytes) const {
     if (src == dst) return;
-    const bool stream = (ref.kind == BufKind::Recv && streamToRecv_) || (isPeer(ref) && streamToPeers_);
+    const bool stream = (ref.kind == BufKind::Recv && streamToRecv_) || (isPeer(ref) && streamToPeers_) ||
+                        (ref.kind == BufKind::Staging && env_.streamStaging);
     if (stream) {
       cpu::copyStreaming(dst, src, bytes);
       work_.streamedBytes += bytes;

@@ -104,6 +104,30 @@ INSTANTIATE_TEST_SUITE_P(
                       AlgoCase{"eager", 4}),
     [](const auto& p) { return std::string(p.param.algo) + "_" + std::to_string(p.param.nranks) + "ranks"; });
 
+// CONFLUX_SHM_STREAM_STAGING=1: copies into staging with non-temporal stores (their fence before the
+// barrier is what makes them visible to the peer). The plans that stage: one-shot and two-shot, chosen by
+// the selector on 2 and 4 ranks and forced on 3 and 5.
+class StreamedStaging : public ::testing::TestWithParam<AlgoCase> {};
+
+TEST_P(StreamedStaging, MatchesReference) {
+  const AlgoCase c = GetParam();
+  Sweep sweep = fullSweep({0, 1, 7, 1023, 65539, 300007});
+  sweep.types = {cfxInt8, cfxFloat16, cfxFloat32, cfxFloat64};
+  RunOptions opts;
+  opts.env = {{"CONFLUX_ALGO", c.algo}, {"CONFLUX_SHM_STREAM_STAGING", "1"}, {"CONFLUX_SHM_STAGING_BYTES", "65536"}};
+  auto out = runRanks(c.nranks, [&](int r, int nr, const cfxUniqueId& id) { return sweepOnNewComm(r, nr, id, sweep); },
+                      opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+INSTANTIATE_TEST_SUITE_P(Algos, StreamedStaging,
+                         ::testing::Values(AlgoCase{"", 2}, AlgoCase{"", 4}, AlgoCase{"oneshot", 3},
+                                           AlgoCase{"twoshot", 5}),
+                         [](const auto& p) {
+                           return std::string(*p.param.algo ? p.param.algo : "selector") + "_" +
+                                  std::to_string(p.param.nranks) + "ranks";
+                         });
+
 // Simulated nodes on loopback (no namespaces, no root): rank r is on node nodeOf[r], and ranks of
 // different nodes talk through the network transport CONFLUX_NET names: libfabric's tcp provider (ofi,
 // where built) or plain TCP sockets (tcp). Every collective, datatype and op with the selector's choices,
