@@ -22,7 +22,7 @@ struct CommShape {
   int nranks = 1;
   int numNodes = 1;
   bool allLocal = true;   ///< Every rank shares memory with every other (direct algorithms possible).
-  bool peerBuffers = false;  ///< This call's buffers are mapped by every peer (Algo::Direct possible).
+  bool peerBuffers = false;  ///< Every peer reaches this call's buffers, mapped or by single-copy reads (Algo::Direct possible).
   int ranksPerNode = 0;      ///< Ranks on every node when all nodes have the same number, else 0.
   int maxRanksPerNode = 1;   ///< Ranks on the largest node.
 };

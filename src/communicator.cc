@@ -22,6 +22,7 @@
 #endif
 #include "src/cost_probe.h"
 #include "src/peer_links.h"
+#include "src/wait.h"
 #include "core/transport_select.h"
 #include "transport/network.h"
 
@@ -96,8 +97,9 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   }
   (void)SingleCopyPolicy::fromConfig(true);  // CONFLUX_SHM_CMA and its size checked before the bootstrap too
   const int64_t spinUs = config::getInt(config::Var::SPIN_US);
-  if (spinUs < 0 || spinUs > 1000000) {
-    throw Error(Code::InvalidArgument, "CONFLUX_SPIN_US=" + std::to_string(spinUs) + ": must be 0 to 1000000");
+  if (spinUs < 0 || spinUs > kMaxSpinUs) {
+    throw Error(Code::InvalidArgument, "CONFLUX_SPIN_US=" + std::to_string(spinUs) + ": must be 0 to " +
+                                           std::to_string(kMaxSpinUs));
   }
   if (chooseChunk_) {
     chunkBytes_ = kPipelineChunkBytes;

@@ -304,7 +304,8 @@ void RankExecutor::runLocal(const Op& op) {
       // to this rank's own recv and to peers' (out of place, and large or cold: see streamToRecv_),
       // every destination is cold: one pass over the sources streams the result to all of them. (A warm
       // repeated 4 MiB call, 2 ranks -R 1, ran at 13.5 GB/s with its own copy streamed, 17.2 without.)
-      // Otherwise (a destination in staging, which a peer reads next, from cache; in place a destination
+      // Otherwise (a destination in staging, which a peer reads next, from cache: plain stores even with
+      // CONFLUX_SHM_STREAM_STAGING, which streams only copies; in place a destination
       // may be a source; avg divides; PreMulSum scales): reduce into dst, finish it there, copy it out
       // while it is in cache.
       const uint32_t ndst = 1 + op.nextra;

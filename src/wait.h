@@ -18,6 +18,9 @@ namespace conflux {
 
 using WaitClock = std::chrono::steady_clock;
 
+/// The largest CONFLUX_SPIN_US: no abort, health or timeout check runs while a rank spins.
+inline constexpr int64_t kMaxSpinUs = 10000;
+
 /// How often (at most) a waiting rank polls its peers' liveness, and the longest single sleep.
 inline constexpr auto kLivenessInterval = std::chrono::milliseconds(50);
 inline constexpr int kMaxSleepMs = 50;

@@ -42,7 +42,9 @@ for ((i = 1; i <= runs; ++i)); do
     for coll in allreduce allgather; do
       # Columns of a --compare mpi --percentiles row: 6 and 10 Conflux's mean times, 21 and 24 its p99s
       # (out of place, in place), 27 and 30 Open MPI's.
-      env "$var=$value" "$perf" "$coll" --ranks 2 --compare mpi --pin -b 8 -e 8K -f 4 -n 20 --percentiles 2>&1 |
+      # A failed run (a wrong result, mpirun giving up) is reported and left out, not the end of the sweep.
+      { env "$var=$value" "$perf" "$coll" --ranks 2 --compare mpi --pin -b 8 -e 8K -f 4 -n 20 --percentiles 2>&1 ||
+          echo "slow_calls: $var=$value $coll run $i failed" >&2; } |
         awk -v v="$value" -v lim="$limit" '!/^#/ && NF >= 30 {
             c += ($21 > lim) + ($24 > lim); m += ($27 > lim) + ($30 > lim); t += $6 + $10; cells += 2 }
           END { print v, c + 0, m + 0, t + 0, cells + 0 }' >> "$table"

@@ -12,6 +12,7 @@
 //                                                       per-call overhead (validation, plan cache, executor).
 //          api/ranks:2/allreduce/count:<c>               public C API, 2 ranks as 2 pinned threads of this
 //                                                       process (float32 sum).
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@
 #include "algorithms/algorithms.h"
 #include "src/executor.h"
 #include "src/peer_links.h"
+#include "src/wait.h"
 #include "algorithms/plan.h"
 #include "bench_util.h"
 #include "conflux/conflux.h"
@@ -109,7 +111,8 @@ ExecEnv envFor(ShmWorld& w, int rank, int nranks, const std::atomic<bool>* abort
   }
   env.timeoutMs = static_cast<int>(conflux::config::getInt(conflux::config::Var::TIMEOUT_MS));
   env.spinCount = static_cast<int>(conflux::config::getInt(conflux::config::Var::SPIN_COUNT));
-  env.spinNs = conflux::config::getInt(conflux::config::Var::SPIN_US) * 1000;
+  env.spinNs = std::clamp<int64_t>(conflux::config::getInt(conflux::config::Var::SPIN_US), 0, conflux::kMaxSpinUs) * 1000;
+  env.streamStaging = conflux::config::getBool(conflux::config::Var::SHM_STREAM_STAGING);
   env.checkArgs = conflux::config::getBool(conflux::config::Var::CHECK_ARGS);
   env.aborted = aborted;
   conflux::linkPeers(env, conflux::choiceFromLocalIndex(env.localIndex));
