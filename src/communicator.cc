@@ -14,6 +14,7 @@
 #include "core/bootstrap/store_server.h"
 #include "core/bootstrap/unique_id.h"
 #include "core/config.h"
+#include "core/cpu_budget.h"
 #include "core/host_id.h"
 #include "core/log.h"
 #include "core/metrics/service.h"
@@ -34,6 +35,7 @@ struct PeerInfo {
   char hostId[240];
   char machineId[64];  // the kernel: simulated nodes on one machine share its CPUs
   sockaddr_storage recovery;  // this rank's recovery point (src/recovery_point.h); family 0: none
+  CpuShare cpus;              // the CPUs this rank may use (core/cpu_budget.h)
 };
 
 std::vector<uint8_t> toBytes(const PeerInfo& info) {
@@ -120,8 +122,10 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   std::string host = hostIdentity();
   std::strncpy(mine.hostId, host.c_str(), sizeof mine.hostId - 1);
   std::strncpy(mine.machineId, machineIdentity().c_str(), sizeof mine.machineId - 1);
+  mine.cpus = myCpuShare();
   std::vector<uint8_t> all = boot.allGather(toBytes(mine));
   std::vector<std::string> hosts(nranks);
+  std::vector<CpuShare> cpusOnMachine;
   recoveryPoints_.resize(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
     PeerInfo p;
@@ -130,8 +134,10 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     p.hostId[sizeof p.hostId - 1] = '\0';
     p.machineId[sizeof p.machineId - 1] = '\0';
     hosts[r] = p.hostId;
-    if (std::strncmp(p.machineId, mine.machineId, sizeof p.machineId) == 0) ++ranksOnMachine_;
+    if (std::strncmp(p.machineId, mine.machineId, sizeof p.machineId) == 0) cpusOnMachine.push_back(p.cpus);
   }
+  ranksOnMachine_ = static_cast<int>(cpusOnMachine.size());
+  const CpuFit cpuFit = fitOnMachine(cpusOnMachine, mine.cpus, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
   LocalLayout layout = computeLocalLayout(hosts, rank);
   // Ranks of every node, for the hierarchical algorithms (nodes numbered by first appearance).
   nodeLayout_ = std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(hosts));
@@ -201,10 +207,11 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   env_.timeoutMs = timeoutMs;
   env_.spinCount = static_cast<int>(config::getInt(config::Var::SPIN_COUNT));
   env_.spinNs = spinUs * 1000;
-  // More ranks on this machine than cores (local ranks, or simulated nodes sharing the machine): a
-  // spinning rank steals the core a peer needs, so yield almost at once.
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cpus > 0 && std::max(localSize_, ranksOnMachine_) > cpus) {
+  // More ranks on this machine than the CPUs they may use (local ranks, or simulated nodes sharing the
+  // machine; affinities and cgroup quotas counted): a spinning rank steals the CPU a peer needs, so yield
+  // almost at once.
+  CFX_INFO(kInit, "rank %d: %s", rank_, cpuFit.describe().c_str());
+  if (cpuFit.oversubscribed()) {
     env_.spinCount = static_cast<int>(
         std::min<int64_t>(env_.spinCount, config::getInt(config::Var::OVERSUBSCRIBED_SPIN_COUNT)));
     env_.yieldCount = static_cast<int>(config::getInt(config::Var::YIELD_COUNT));

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <signal.h>
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 
 #include "conflux/conflux.hpp"
 #include "tests/multiproc/harness.h"
+#include "tests/multiproc/init_logs.h"
 
 using namespace conflux::testing;
 
@@ -592,6 +594,44 @@ TEST(Api, ASpinTimeOutOfRangeIsAnInvalidArgumentNamingIt) {
       return why.find(std::string("CONFLUX_SPIN_US=") + value) != std::string::npos ? 0 : 3;
     });
     EXPECT_TRUE(allSucceeded(out)) << value;
+  }
+}
+
+// Ranks confined to fewer CPUs than there are ranks (here: every rank pinned to one CPU before init, as a
+// cpuset or taskset does) count as oversubscribed however many CPUs the machine has, so a waiting rank
+// yields instead of polling on the CPU its peer needs; unpinned ranks count the CPUs they may all use.
+TEST(Api, RanksConfinedToOneCpuCountAsOversubscribed) {
+  cpu_set_t parent;
+  CPU_ZERO(&parent);
+  ASSERT_EQ(sched_getaffinity(0, sizeof parent, &parent), 0);
+  int first = 0;
+  while (!CPU_ISSET(first, &parent)) ++first;
+  const int allowed = CPU_COUNT(&parent);
+  for (const bool pin : {true, false}) {
+    const InitLogs logs;
+    auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
+      if (pin) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(first, &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0) return 4;
+      }
+      cfxComm_t comm = nullptr;
+      if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+      std::vector<int32_t> v(1000, rank + 1);
+      bool ok = true;
+      for (int i = 0; i < 200 && ok; ++i) {
+        ok = cfxAllReduce(v.data(), v.data(), 1, cfxInt32, cfxMax, comm, nullptr) == cfxSuccess && v[0] == 2;
+      }
+      EXPECT_TRUE(ok) << "rank " << rank;
+      EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+      const std::string cpus = pin ? "1 CPU" : std::to_string(allowed) + (allowed == 1 ? " CPU" : " CPUs");
+      const std::string verdict = pin || allowed < 2 ? ": oversubscribed" : ": a waiting rank polls";
+      const int lines = linesContaining(logs.mine(), "2 ranks on " + cpus + verdict);
+      EXPECT_EQ(lines, 1) << "rank " << rank << (pin ? " pinned" : " unpinned") << ", log " << logs.mine();
+      return ok && lines == 1 ? 0 : 3;
+    }, logs.options());
+    EXPECT_TRUE(allSucceeded(out)) << (pin ? "pinned" : "unpinned");
   }
 }
 
