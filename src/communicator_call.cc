@@ -249,6 +249,8 @@ Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& siz
   c.pieceBytes = a.count * dataTypeSize(a.dtype);  // a copying collective's piece: a block, or the vector
   // Before this call is recorded (runLocked): whether its buffers were touched recently enough to be in cache.
   c.warm = recent_.warm(a.send, sizes.send) && recent_.warm(a.recv, sizes.recv);
+  const uint64_t hotBudget = recent_.budget() / DirectCalls::kHotShare;
+  c.hot = c.warm && recent_.warmWithin(a.send, sizes.send, hotBudget) && recent_.warmWithin(a.recv, sizes.recv, hotBudget);
   if (!direct_->publish(c)) {
     world_->barrierArrive();  // counted like everyone's; the answer (staged) needs no waiting
     return Status::ok();

@@ -19,9 +19,11 @@
 // (all-gather, broadcast, all-to-all: the kernel copies, nothing is reduced from a peer's memory) and
 // each piece read from a peer has at least CONFLUX_SHM_CMA_MIN_BYTES. With CONFLUX_SHM_CMA=auto it also
 // needs what measured faster (offersSingleCopy): all-gather or all-to-all, two ranks, and buffers likely
-// in cache (RecentBuffers). Warmth matters: the kernel copies page by page, about 11 GB/s from cache but
-// 4-5 GB/s from memory here, where staging's two copies run cold at 6-7 GB/s. Since the decision is read
-// from the slots, ranks whose settings differ still agree.
+// in cache (RecentBuffers): pieces of kLargePieceBytes and more when warm, smaller ones only when hot
+// (touched within a quarter of the rank's cache share). Warmth matters: the kernel copies page by page,
+// about 11 GB/s from cache but 4-5 GB/s from memory here, where staging's two copies run cold at
+// 6-7 GB/s, and small pieces gain least. Since the decision is read from the slots, ranks whose settings
+// differ still agree.
 // Every plan that follows has at least one Barrier (the direct plan two, staging plans at least one),
 // which a rank reaches only after reading the slots, so a slot is never rewritten (at the next
 // eligible call) while a peer may still read it; the direct plan's last Barrier keeps every send buffer
@@ -52,6 +54,11 @@ struct SingleCopyPolicy {
 
 class DirectCalls {
  public:
+  /// CONFLUX_SHM_CMA=auto reads pieces this large from warm buffers; smaller ones only from hot buffers.
+  static constexpr uint64_t kLargePieceBytes = uint64_t{512} << 10;
+  /// Hot: the reuse distance fits this share of RecentBuffers' budget (1 / kHotShare).
+  static constexpr uint64_t kHotShare = 4;
+
   enum class Mode { Staged, Mapped, SingleCopy };
 
   /// What a call needs to publish: its collective and buffers.
@@ -63,7 +70,8 @@ class DirectCalls {
     const void* recv = nullptr;
     uint64_t recvBytes = 0;
     uint64_t pieceBytes = 0;  ///< Read from each peer by a copying collective (a block, or the vector).
-    bool warm = false;        ///< This rank's buffers are likely in cache.
+    bool warm = false;        ///< This rank's buffers are likely in cache (RecentBuffers::warm).
+    bool hot = false;         ///< ... and were touched within a quarter of the cache share (kHotShare).
   };
 
   DirectCalls(shm::ShmWorld& world, const ExecEnv& env, const SingleCopyPolicy& singleCopy);

@@ -8,14 +8,14 @@
 
 namespace conflux {
 
-bool RecentBuffers::warm(const void* p, uint64_t bytes) const {
+bool RecentBuffers::warmWithin(const void* p, uint64_t bytes, uint64_t budgetBytes) const {
   if (bytes == 0) return true;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + bytes;
   uint64_t seen = 0, covered = 0;
   for (size_t i = 1; i <= kept_; ++i) {
     const Range& r = ranges_[(next_ + kKept - i) % kKept];
     seen += r.end - r.begin;
-    if (seen > budget_) break;  // evicted by the bytes touched since
+    if (seen > budgetBytes) break;  // evicted by the bytes touched since
     const uintptr_t lo = std::max(begin, r.begin), hi = std::min(end, r.end);
     if (lo < hi) covered += hi - lo;  // overlapping ranges may count twice: a guess either way
     if (2 * covered >= bytes) return true;

@@ -20,7 +20,10 @@ class RecentBuffers {
 
   /// True when ranges touched by the most recent calls cover at least half of [p, p + bytes), counting
   /// only the ranges touched since the budget's worth of bytes (newest first, each range's whole size).
-  bool warm(const void* p, uint64_t bytes) const;
+  bool warm(const void* p, uint64_t bytes) const { return warmWithin(p, bytes, budget_); }
+  /// As warm(), with a budget of the caller's (a stricter test where a miss costs more).
+  bool warmWithin(const void* p, uint64_t bytes, uint64_t budgetBytes) const;
+  uint64_t budget() const { return budget_; }
   /// Records that the current call touched [p, p + bytes) (it becomes the newest range).
   void touch(const void* p, uint64_t bytes);
   /// One collective's buffers: true when it is out of place and recv is not warm. In place (the ranges

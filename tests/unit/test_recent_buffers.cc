@@ -2,6 +2,7 @@
 //   - never touched: cold; touched by the last call: warm;
 //   - a sweep's shifted buffers (each call one size further along the allocation): cold;
 //   - a buffer touched before more than the budget's worth of other buffers: cold; within it: warm;
+//     a caller's stricter budget (warmWithin) counts less;
 //   - half or more of the range covered: warm; less: cold;
 //   - only the newest 32 ranges (16 calls) are kept;
 //   - a call in place (its buffers overlap) is never cold and is recorded as one range;
@@ -59,6 +60,16 @@ TEST(RecentBuffers, TheBudgetBoundsHowFarBackABufferCounts) {
   RecentBuffers none(0);
   none.touch(at(0), kMiB);
   EXPECT_FALSE(none.warm(at(0), kMiB)) << "no cache: nothing is warm";
+}
+
+TEST(RecentBuffers, AStricterBudgetOfTheCallersCountsLessHistory) {
+  RecentBuffers recent(8 * kMiB);
+  recent.touch(at(0), kMiB);
+  recent.touch(at(100 * kMiB), 2 * kMiB);
+  EXPECT_TRUE(recent.warm(at(0), kMiB)) << "3 MiB within the budget of 8";
+  EXPECT_FALSE(recent.warmWithin(at(0), kMiB, 2 * kMiB)) << "3 MiB beyond a budget of 2";
+  EXPECT_TRUE(recent.warmWithin(at(100 * kMiB), 2 * kMiB, 2 * kMiB)) << "the newest range alone fits 2";
+  EXPECT_EQ(recent.budget(), 8 * kMiB);
 }
 
 TEST(RecentBuffers, HalfTheRangeCoveredIsWarm) {
