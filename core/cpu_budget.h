@@ -2,8 +2,8 @@
 // while every rank has a CPU of its own; otherwise its polls take the CPU a peer needs. The machine's
 // online CPU count overstates that under a cpuset (Slurm, `taskset`, Kubernetes' static CPU manager) and
 // under a cgroup CPU quota (Kubernetes `limits.cpu`, Docker `--cpus`), where a polling rank is throttled
-// for the rest of the quota period. Each rank reports its affinity and its cgroup's quota at init; the
-// ranks that share a machine decide from all of them alike.
+// for the rest of the quota period. Each rank reports its affinity and the quotas on its cgroup path at
+// init; the ranks that share a machine decide from all reports, so they all reach the same verdict.
 #pragma once
 
 #include <array>
@@ -21,48 +21,59 @@ struct CpuMask {
   /// CPUs in the set.
   int count() const;
   bool empty() const { return count() == 0; }
+  /// Every CPU of this set is in `o`.
+  bool within(const CpuMask& o) const;
   CpuMask& operator|=(const CpuMask& o);
+};
+
+/// One cgroup's CPU quota: CPU time per period, in thousandths of a CPU.
+struct CpuQuota {
+  uint64_t key = 0;        ///< the cgroup's folder on this machine (device and inode); 0: an unused entry
+  int64_t milliCpus = 0;   ///< 2500: two and a half CPUs' time
 };
 
 /// What one rank reports about the CPUs it may use; plain bytes, exchanged among ranks at init.
 struct CpuShare {
-  CpuMask allowed;          ///< sched_getaffinity at init; empty when unknown
-  int32_t quotaCpus = 0;    ///< the tightest cgroup CPU quota on the rank's path, rounded up; 0: none
-  uint32_t pad = 0;
-  uint64_t cgroupKey = 0;   ///< identifies the cgroup holding that quota on this machine; 0: none
+  static constexpr int kMaxQuotas = 4;
+  CpuMask allowed;                                   ///< sched_getaffinity at init; empty when unknown
+  std::array<CpuQuota, kMaxQuotas> quotas{};         ///< the tightest quotas on the rank's cgroup path
 };
 
 /// This process's affinity mask (empty when the kernel has more than 1024 CPUs or will not say).
-CpuMask allowedCpus();
+CpuMask affinityMask();
 
-/// The CPU quota of this process's cgroup and its ancestors, whichever is tightest: cgroup v2 `cpu.max`
-/// ("QUOTA PERIOD" or "max PERIOD") or v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us` (-1: none), in whole
-/// CPUs rounded up, with the identity of the cgroup that sets it (device and inode of its folder).
-/// `cgroupRoot` is where the hierarchy is mounted and `selfCgroup` the file listing this process's
-/// cgroups; both are parameters so that tests can build a hierarchy of their own. The path /proc/self/cgroup
-/// names may not exist below the mount (a container sees its own cgroup as the root): then only the
-/// folders that do exist on the way up are read.
-CpuShare cgroupQuota(const std::string& cgroupRoot = "/sys/fs/cgroup",
-                     const std::string& selfCgroup = "/proc/self/cgroup");
+/// Every CPU quota on this process's cgroup path, from its own cgroup up to the hierarchy's root: cgroup
+/// v2 `cpu.max` ("QUOTA PERIOD" or "max PERIOD") or v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us` (-1:
+/// none). `cgroupRoot` is where the hierarchy is mounted and `selfCgroup` the file listing this process's
+/// cgroups; both are parameters so that tests can build a hierarchy of their own. The path
+/// /proc/self/cgroup names may not exist below the mount (a container sees its own cgroup as the root):
+/// then only the folders that do exist on the way up are read. A path that leaves the namespace's root
+/// ("/../x") is not followed.
+std::vector<CpuQuota> cgroupQuotas(const std::string& cgroupRoot = "/sys/fs/cgroup",
+                                   const std::string& selfCgroup = "/proc/self/cgroup");
 
-/// This rank's report: allowedCpus() and cgroupQuota().
+/// This rank's report: affinityMask() and the kMaxQuotas tightest of cgroupQuotas().
 CpuShare myCpuShare();
 
-/// How the ranks on one machine fit its CPUs, as seen by one of them.
+/// How the ranks on one machine fit its CPUs; the same for every rank that computes it from the same reports.
 struct CpuFit {
-  int ranks = 0;          ///< ranks on the machine
-  int cpus = 0;           ///< CPUs their affinities allow together (the online count where one is unknown)
-  int quotaCpus = 0;      ///< the quota of this rank's cgroup; 0: none
-  int ranksInQuota = 0;   ///< ranks on the machine that share that quota
-  /// More ranks than CPUs, or more ranks in one quota than it allows: a rank that polls keeps a peer off
-  /// the CPU, so a waiting rank should yield at once.
-  bool oversubscribed() const { return ranks > cpus || (quotaCpus > 0 && ranksInQuota > quotaCpus); }
-  /// One line for the init log, e.g. "4 ranks on 2 CPUs (affinity)".
+  int ranks = 0;              ///< ranks on the machine
+  int cpus = 0;               ///< CPUs their affinities allow together (the online count where one is unknown)
+  int crowdedRanks = 0;       ///< the most ranks confined to a set of CPUs smaller than their number (0: none)
+  int crowdedCpus = 0;        ///< ... and that set's CPUs
+  int ranksInQuota = 0;       ///< the ranks in the most crowded cgroup quota (0: no quota)
+  int64_t quotaMilliCpus = 0; ///< ... and that quota
+  /// More ranks than CPUs, some ranks confined to fewer CPUs than they number, or more ranks in one
+  /// cgroup than its quota allows: a rank that polls keeps a peer off the CPU, so waiting ranks yield.
+  bool oversubscribed() const {
+    return ranks > cpus || crowdedRanks > 0 || (quotaMilliCpus > 0 && int64_t{ranksInQuota} * 1000 > quotaMilliCpus);
+  }
+  /// One line for the init log, e.g. "4 ranks on 2 CPUs: oversubscribed, a waiting rank yields".
   std::string describe() const;
 };
 
-/// The fit seen by `mine` among `onMachine` (every rank on the machine, `mine` included); `onlineCpus` is
-/// used when a rank's affinity is unknown.
-CpuFit fitOnMachine(const std::vector<CpuShare>& onMachine, const CpuShare& mine, int onlineCpus);
+/// The fit of `onMachine` (the report of every rank on the machine). `onlineCpus` counts when a rank's
+/// affinity is unknown (0 or less: unknown too, and then only quotas count).
+CpuFit fitOnMachine(const std::vector<CpuShare>& onMachine, int onlineCpus);
 
 }  // namespace conflux

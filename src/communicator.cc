@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "src/eager.h"
 #include "core/bootstrap/bootstrap.h"
@@ -37,6 +38,9 @@ struct PeerInfo {
   sockaddr_storage recovery;  // this rank's recovery point (src/recovery_point.h); family 0: none
   CpuShare cpus;              // the CPUs this rank may use (core/cpu_budget.h)
 };
+// Exchanged as bytes between ranks of one build: no pointers, no padding that differs.
+static_assert(std::is_trivially_copyable_v<PeerInfo>);
+static_assert(sizeof(CpuShare) == 128 + CpuShare::kMaxQuotas * 16, "CpuShare has no padding");
 
 std::vector<uint8_t> toBytes(const PeerInfo& info) {
   std::vector<uint8_t> v(sizeof info);
@@ -136,14 +140,15 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     hosts[r] = p.hostId;
     if (std::strncmp(p.machineId, mine.machineId, sizeof p.machineId) == 0) cpusOnMachine.push_back(p.cpus);
   }
-  ranksOnMachine_ = static_cast<int>(cpusOnMachine.size());
-  const CpuFit cpuFit = fitOnMachine(cpusOnMachine, mine.cpus, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
   LocalLayout layout = computeLocalLayout(hosts, rank);
   // Ranks of every node, for the hierarchical algorithms (nodes numbered by first appearance).
   nodeLayout_ = std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(hosts));
   localRank_ = layout.localRank;
   localSize_ = layout.localSize;
   numNodes_ = layout.numNodes;
+  ranksOnMachine_ = std::max(static_cast<int>(cpusOnMachine.size()), localSize_);  // should machine ids undercount
+  CpuFit cpuFit = fitOnMachine(cpusOnMachine, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  cpuFit.ranks = ranksOnMachine_;
 
   // The flight recorder (src/flight_recorder.h): its id is the same on every rank of this communicator.
   TraceIdentity trace;

@@ -124,7 +124,15 @@ Status CommunicatorImpl::traced(const Entry& entry, TraceCursor cursor, Collecti
 
 Status CommunicatorImpl::run(const CallArgs& a) {
   const Entry entry = enter();
-  if (Status e = asyncError(); !e) return refuse(e);
+  if (Status e = asyncError(); !e) {
+    // Recorded as a failed call all the same: its arguments let an analysis of the dumps tell whose
+    // differ when this rank was refused because a peer had found a mismatch (tools/trace).
+    if (a.count != 0) {
+      FlightRecorder::end(recorder_->begin(a.coll, a.dtype, a.op, a.root, a.count, entry.queuedTicks, entry.startTicks),
+                          false, timed_ ? ticksNow() : 0);
+    }
+    return refuse(e);
+  }
   if (a.count == 0) return Status::ok();
   return traced(entry, recorder_->begin(a.coll, a.dtype, a.op, a.root, a.count, entry.queuedTicks, entry.startTicks),
                 a.coll, metrics_ ? callBytes(a.coll, a.count, dataTypeSize(a.dtype), nranks_) : 0,
@@ -249,8 +257,10 @@ Status CommunicatorImpl::agreeOnDirect(const CallArgs& a, const BufferSizes& siz
   c.pieceBytes = a.count * dataTypeSize(a.dtype);  // a copying collective's piece: a block, or the vector
   // Before this call is recorded (runLocked): whether its buffers were touched recently enough to be in cache.
   c.warm = recent_.warm(a.send, sizes.send) && recent_.warm(a.recv, sizes.recv);
-  const uint64_t hotBudget = recent_.budget() / DirectCalls::kHotShare;
-  c.hot = c.warm && recent_.warmWithin(a.send, sizes.send, hotBudget) && recent_.warmWithin(a.recv, sizes.recv, hotBudget);
+  if (c.warm && c.pieceBytes < DirectCalls::kLargePieceBytes) {  // small pieces need hot buffers
+    const uint64_t hot = recent_.budget() / DirectCalls::kHotShare;
+    c.hot = recent_.warmWithin(a.send, sizes.send, hot) && recent_.warmWithin(a.recv, sizes.recv, hot);
+  }
   if (!direct_->publish(c)) {
     world_->barrierArrive();  // counted like everyone's; the answer (staged) needs no waiting
     return Status::ok();

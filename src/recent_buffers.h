@@ -23,6 +23,7 @@ class RecentBuffers {
   bool warm(const void* p, uint64_t bytes) const { return warmWithin(p, bytes, budget_); }
   /// As warm(), with a budget of the caller's (a stricter test where a miss costs more).
   bool warmWithin(const void* p, uint64_t bytes, uint64_t budgetBytes) const;
+  /// Bytes of recent buffers this rank counts on finding in cache (the constructor's or setBudget's).
   uint64_t budget() const { return budget_; }
   /// Records that the current call touched [p, p + bytes) (it becomes the newest range).
   void touch(const void* p, uint64_t bytes);

@@ -33,7 +33,7 @@ inline void cpuRelax() {
 }
 
 /// The cheap part of a wait, before a rank blocks: spin with a pause (CONFLUX_SPIN_COUNT polls, then for
-/// CONFLUX_SPIN_US more), then, on nodes with more ranks than cores, yield the core a few times
+/// CONFLUX_SPIN_US more), then, where the ranks outnumber the CPUs they may use (core/cpu_budget.h), yield the CPU a few times
 /// (CONFLUX_YIELD_COUNT) so that a peer that can make progress runs before this rank pays for a futex
 /// sleep and wake-up.
 ///
@@ -45,7 +45,7 @@ inline void cpuRelax() {
 /// Measured in short sweeps beside Open MPI (tools/slow_calls.sh): benches of 20 calls whose slowest took
 /// over 10 us, 1.6-3.1% without the time, 0.3-1.4% with 50 us (Open MPI, which never blocks, 2.1-3.2%),
 /// means unchanged. With
-/// more ranks than cores the time part is off (spinNs 0): there a spin holds the core the peer needs.
+/// more ranks than CPUs the time part is off (spinNs 0): there a spin holds the CPU the peer needs.
 class Backoff {
  public:
   explicit Backoff(const ExecEnv& env)

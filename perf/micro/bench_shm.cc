@@ -217,8 +217,8 @@ void registerAll() {
     benchmark::RegisterBenchmark(name.c_str(), benchPingPong, spin)->UseRealTime();
   }
   for (int n : {2, 4}) {
-    // More ranks than cores: spinning steals the core the others need, so spin briefly (as the
-    // communicator does: CONFLUX_OVERSUBSCRIBED_SPIN_COUNT) instead of the default.
+    // More ranks than the CPUs this process may use: spinning steals the CPU the others need, so spin
+    // briefly (as the communicator does, which also counts cgroup quotas: CONFLUX_OVERSUBSCRIBED_SPIN_COUNT).
     const int busySpin = n > ncpu ? static_cast<int>(conflux::config::getInt(
                                         conflux::config::Var::OVERSUBSCRIBED_SPIN_COUNT))
                                   : 2000;

@@ -159,8 +159,9 @@ int gatherFourTimes(int rank, int nranks, const cfxUniqueId& id, size_t count = 
 // (read). With a cache budget smaller than the buffers nothing is warm; on three ranks, with
 // CONFLUX_SHM_CMA=0 or a larger smallest piece nothing is read either; with always every call is.
 // Pieces under 512 KiB are read only when hot (touched within a quarter of the rank's cache share): with
-// a 4 MiB cache (2 MiB a rank) a call's 768 KiB are warm but not hot, so 256 KiB pieces stage while
-// 512 KiB pieces (1.5 MiB a call, also warm) are read.
+// a 4 MiB cache (2 MiB a rank: the test's two processes are the only ranks on the machine) a call's
+// 768 KiB are warm but not hot, so 256 KiB pieces stage while 512 KiB pieces (1.5 MiB a call, also
+// warm) are read.
 TEST(SingleCopy, AutoReadsOnlyWarmBuffersOfTwoRanks) {
   SKIP_WITHOUT_CROSS_MEMORY();
   struct Case {
