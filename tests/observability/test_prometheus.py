@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -33,6 +34,31 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def start_prometheus(binary, config, data, port, log, tries=3):
+    """(port, process) of a Prometheus server that answers /-/ready within 60 s. The port was free when
+    picked but another test running beside this one may take it first: a server that exits is started
+    again on a new port, up to `tries` times."""
+    for attempt in range(tries):
+        server = subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={data}",
+                                   f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=log)
+        end = time.monotonic() + 60
+        while time.monotonic() < end and server.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return port, server
+            except (OSError, urllib.error.URLError):
+                pass
+            time.sleep(0.25)
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+            raise AssertionError(f"prometheus on port {port} was not ready within 60 s (servers.log)")
+        print(f"prometheus on port {port} exited with {server.returncode} (try {attempt + 1} of {tries})", flush=True)
+        port = free_port()
+    raise AssertionError(f"prometheus did not start in {tries} tries (servers.log)")
 
 
 def free_port_range(n):
@@ -129,9 +155,8 @@ def main():
                 targets = ", ".join(f"'127.0.0.1:{nodes_base + r}'" for r in range(nodes))
                 c.write(f"  - job_name: conflux-nodes\n    static_configs:\n      - targets: [{targets}]\n")
         log = open(os.path.join(tmp, "servers.log"), "w")
-        procs.append(subprocess.Popen([tools["prometheus"], f"--config.file={config}",
-                                       f"--storage.tsdb.path={os.path.join(tmp, 'data')}",
-                                       f"--web.listen-address=127.0.0.1:{prom}"], stdout=log, stderr=log))
+        prom, server = start_prometheus(tools["prometheus"], config, os.path.join(tmp, "data"), prom, log)
+        procs.append(server)
         procs.append(subprocess.Popen([tools["prometheus-node-exporter"], "--collector.disable-defaults",
                                        "--collector.textfile", f"--collector.textfile.directory={textdir}",
                                        f"--web.listen-address=127.0.0.1:{node}"], stdout=log, stderr=log))
@@ -250,7 +275,7 @@ def main():
                 os.killpg(p.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        if f.items:
+        if f.items or sys.exc_info()[0] is not None:
             for name in ("servers.log", "perf.log"):
                 path = os.path.join(tmp, name)
                 if os.path.exists(path):
