@@ -1,4 +1,5 @@
-"""Runs a test body in N spawned processes joined by one process group, and reports every rank's outcome.
+"""Runs a test body in N processes (forked, or spawned where a GPU is present) joined by one process group,
+and reports every rank's outcome.
 
 Each rank runs ``body(rank, world, *args)`` after ``init_process_group(backend, ...)`` (file:// rendezvous
 in a fresh temporary directory unless ``init`` says otherwise). A rank passes when its body returns
@@ -11,7 +12,7 @@ import os
 import tempfile
 import traceback
 
-import torch  # noqa: F401  (spawned children import it anyway; importing here keeps them consistent)
+import torch  # (forked children inherit it; spawned ones import it anyway)
 
 
 def _child(rank, world, backend, init, body, args, results, env, init_kwargs):
@@ -36,12 +37,24 @@ def _child(rank, world, backend, init, body, args, results, env, init_kwargs):
         results.put((rank, traceback.format_exc()))
 
 
+def _start_method():
+    """fork where no GPU is present: the ranks inherit the imported torch instead of importing it again (most
+    of a short test's time); spawn where CUDA may be used (it does not survive a fork), or when
+    CONFLUX_TORCH_TEST_START=spawn asks for a fresh interpreter per rank."""
+    asked = os.environ.get("CONFLUX_TORCH_TEST_START", "")
+    if asked in ("fork", "spawn"):
+        return asked
+    if asked:
+        raise ValueError(f"CONFLUX_TORCH_TEST_START={asked!r}: expected fork or spawn")
+    return "spawn" if torch.cuda.is_available() else "fork"
+
+
 def run_ranks(world, body, *args, backend="conflux", init="file", timeout=240, env=None, expect_dead=(),
               **init_kwargs):
     """Runs body on `world` ranks; raises AssertionError describing failed ranks. Ranks in `expect_dead`
     must die or be killed (a test that kills or stops them); init_kwargs go to init_process_group
     (device_id as a string, timeout_s as seconds)."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context(_start_method())
     results = ctx.Queue()
     with tempfile.TemporaryDirectory() as tmp:
         if init == "file":
