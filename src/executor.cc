@@ -42,7 +42,7 @@ Status RankExecutor::run() {
   slideWindow();
   Backoff backoff(env_);
   bool progressedSinceCheck = false;
-  lastProgress_ = Clock::now();
+  lastProgress_ = callStart_ = Clock::now();
   for (;;) {
     bool allDone = true;
     bool progressed = progress(allDone);

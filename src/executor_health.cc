@@ -82,8 +82,9 @@ Status RankExecutor::checkHealth() {
     }
   }
   // A member of this node this rank waits for that progressed later in this same collective call
-  // (itself, or along its own chain of waits) is alive and moving it, and so is this rank; then this
-  // rank's progress is published for the members that wait for it. Only real progress enters the chain
+  // (itself, or along its own chain of waits) is alive and moving it, and so is this rank; so is a rank
+  // on another node it waits for that told it so (tellOtherNodes). Then this rank's progress is published
+  // for the members that wait for it, and told to the ranks on other nodes it sends to. Only real progress enters the chain
   // (a completed operation, moving bytes, a round begun), so ranks that wait for each other in a cycle
   // still time out; and progress in another call (a member busy with other work while this call waits
   // for it) is not taken over. Point-to-point batches (no call number) neither publish nor take over.
@@ -94,12 +95,33 @@ Status RankExecutor::checkHealth() {
       local_->publishProgress(std::chrono::duration_cast<std::chrono::nanoseconds>(lastProgress_.time_since_epoch()).count(),
                               call_.seq);
     }
+    if (env_.net != nullptr) tellOtherNodes(now);
   }
   auto idleMs = std::chrono::duration_cast<std::chrono::milliseconds>(now - lastProgress_).count();
   if (idleMs >= env_.timeoutMs) {
     return reportTimeout(env_, idleMs, where(), stuckPeer());
   }
   return Status::ok();
+}
+
+void RankExecutor::tellOtherNodes(Clock::time_point now) {
+  // A quarter of the timeout (at least 10 ms, at most 2 s), and only in a call that has lasted that long:
+  // calls that progress normally send nothing.
+  const auto interval = std::chrono::milliseconds(std::clamp(env_.timeoutMs / 4, 10, 2000));
+  if (now - callStart_ < interval || now - lastTold_ < interval) return;
+  lastTold_ = now;
+  if (!tellPeersKnown_) {
+    // The ranks on other nodes this rank sends to in this plan: those that may be waiting for it.
+    for (const Op& op : plan_.ops) {
+      if (op.kind == OpKind::Send && op.peer != env_.rank && isRemote(op.peer) &&
+          std::find(tellPeers_.begin(), tellPeers_.end(), op.peer) == tellPeers_.end()) {
+        tellPeers_.push_back(op.peer);
+      }
+    }
+    tellPeersKnown_ = true;
+  }
+  const int64_t ageNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now - lastProgress_).count();
+  for (int peer : tellPeers_) env_.net->tellProgress(peer, call_.seq, ageNs);
 }
 
 bool RankExecutor::waitsFor(int g) const {
@@ -121,6 +143,8 @@ Clock::time_point RankExecutor::waitedMembersProgress() const {
       }
     } else if (op.peer != env_.rank && !isRemote(op.peer)) {
       latest = std::max(latest, local_->peerProgress(env_.localIndex[op.peer], call_.seq));
+    } else if (op.peer >= 0 && op.peer != env_.rank && env_.net != nullptr) {
+      latest = std::max(latest, env_.net->heardProgress(op.peer, call_.seq));  // told across nodes (tellOtherNodes)
     }
     return false;
   });

@@ -191,6 +191,9 @@ class RankExecutor {
   /// The latest progress in this call published by the members of this node that an unfinished operation
   /// waits for (a stream's peer, a barrier's laggards); the epoch when none.
   Clock::time_point waitedMembersProgress() const;
+  /// Tells the ranks on other nodes this rank sends to in the plan how long ago it last progressed
+  /// (Network::tellProgress), every quarter of the timeout once the call has lasted that long.
+  void tellOtherNodes(Clock::time_point now);
   int stuckPeer() const;
 
   // ---- cross-rank argument checks ----
@@ -233,6 +236,10 @@ class RankExecutor {
   bool netMovedKnown_ = false;  // netMovedSeen_ was read since the last message was posted (postNet clears it)
   Clock::time_point lastProgress_{};
   Clock::time_point lastLiveness_{};
+  Clock::time_point callStart_{};  // when run() began
+  Clock::time_point lastTold_{};   // tellOtherNodes' last notices
+  std::vector<int> tellPeers_;     // the ranks on other nodes this rank sends to in the plan
+  bool tellPeersKnown_ = false;    // tellPeers_ was computed
 };
 
 }  // namespace conflux::exec

@@ -104,6 +104,26 @@ class MessageTransport {
     (void)peer;
     return 0;
   }
+  /// Progress across nodes, for the no-progress timeout: a rank that waits for a rank on another node,
+  /// which itself waits (for a slow link further on, say), sees none of that rank's progress unless it is
+  /// told. This rank, in collective call `seq`, last progressed `ageNs` ago: a best-effort notice to the
+  /// rank `peer`, dropped while the previous one to it is still under way.
+  /// The age, not a time, travels (node clocks differ), so a chain of notices never makes progress newer
+  /// than the real progress it started from, and ranks that wait for each other in a cycle still time out.
+  /// Default: nothing.
+  virtual void tellProgress(int peer, uint64_t seq, int64_t ageNs) {
+    (void)peer;
+    (void)seq;
+    (void)ageNs;
+  }
+  /// When rank `peer` last progressed in call `seq` or an earlier one (which it must
+  /// finish before it gets to `seq`), as its notices told: their arrival, on this rank's steady clock in
+  /// ns, less their age. 0 when nothing was heard for those calls.
+  virtual int64_t heardProgress(int peer, uint64_t seq) {
+    (void)peer;
+    (void)seq;
+    return 0;
+  }
   /// A failure this transport learnt of outside the caller's requests (a peer's failure notice,
   /// Network::announceFailure), which no posted request may ever report; ok otherwise. A caller whose
   /// requests make no progress looks here; once not ok it stays so. Default: nothing learnt.

@@ -463,11 +463,12 @@ class Cluster:
             else:
                 raise HarnessError("end must be 'switch' or 'node'")
 
-    def set_rate(self, rate):
-        """Rate-limits every inter-node link in both directions with tc tbf (replacing any limit)."""
+    def set_rate(self, rate, nodes=None):
+        """Rate-limits the links of @p nodes (default: every node) in both directions with tc tbf
+        (replacing any limit)."""
         bps = parse_rate(rate)
         burst = max(int(bps / 8 * 0.004), 16 * 1514)  # >= rate/HZ for HZ 250, and a few full frames
-        for i in range(self.nodes):
+        for i in (range(self.nodes) if nodes is None else nodes):
             for k in range(self.rails):
                 for ns, dev in ((self.node_ns(i), self.iface(k)), (self.switch_ns, self.switch_port(i, k))):
                     _cmd(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate,

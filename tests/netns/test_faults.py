@@ -11,6 +11,10 @@ in a loop (netns_sweep --loop, every result checked) while the test does one of:
   slow_link_tight   the same with a 1 s timeout, about what one 512 KiB piece takes to cross the link
                     with two ranks sharing it (more while the kernel's queues hold bytes): over tcp, whose
                     bytes count as they move (libfabric's only per chunk). It fails without that counting.
+  slow_node_chain   3 nodes x 1 rank in a ring (CONFLUX_ALGO=allreduce=ring), 1 s timeout, only node 2's
+                    link slow for 14 s: rank 1 waits for rank 0, which itself only waits for rank 2's bytes
+                    on the slow link. Rank 1 sees rank 0's progress only as rank 0 tells it across the
+                    nodes (progress notices); without them it times out although nothing is stuck.
 
 link_down, kill_rank and link_cut_restore must turn into an error on every surviving rank that names a
 rank, within CONFLUX_TIMEOUT_MS (plus slack); after link_cut_restore every rank must also build a new
@@ -48,9 +52,11 @@ RECOVERED = re.compile(r"recovered after (\d+) ms")
 class Scenario:
     """@p fails: the fault must become an error; @p recovers: then a new communicator must work."""
 
-    def __init__(self, timeout_ms, count, seconds, fails, recovers=False, trace=False):
+    def __init__(self, timeout_ms, count, seconds, fails, recovers=False, trace=False, nodes=2, ranks_per_node=2,
+                 env=None, slow_nodes=None):
         self.timeout_ms, self.count, self.seconds = timeout_ms, count, seconds
         self.fails, self.recovers, self.trace = fails, recovers, trace
+        self.nodes, self.ranks_per_node, self.env, self.slow_nodes = nodes, ranks_per_node, env or {}, slow_nodes
 
 
 SCENARIOS = {
@@ -64,6 +70,9 @@ SCENARIOS = {
     "slow_link": Scenario(5000, 8 << 20, 20, fails=False),
     # Two ranks per node share the link: a 512 KiB piece takes about 1 s, more while TCP backs off.
     "slow_link_tight": Scenario(1000, 8 << 20, 20, fails=False),
+    # 1 MiB per ring step at 8 Mbit/s: about 1 s for each of rank 2's messages, 14 s per call.
+    "slow_node_chain": Scenario(1000, 8 << 20, 20, fails=False, nodes=3, ranks_per_node=1,
+                                env={"CONFLUX_ALGO": "allreduce=ring"}, slow_nodes=[2]),
 }
 
 
@@ -105,7 +114,7 @@ def main(argv):
         print("unknown scenario %r; one of %s" % (scenario, ", ".join(SCENARIOS)))
         return 1
     trace_prog = argv[3] if len(argv) > 3 and SCENARIOS[scenario].trace else None
-    problem = nc.capability_problem() or (nc.tc_problem() if scenario.startswith("slow_link") else None)
+    problem = nc.capability_problem() or (nc.tc_problem() if scenario.startswith("slow_") else None)
     if problem:
         print("netns: skipped: " + problem)
         return nc.SKIP_RC
@@ -130,8 +139,8 @@ def inject(c, job, scenario, sc, victim):
         c.link_down(1)
         time.sleep(1.0)
         c.link_up(1)
-    elif scenario.startswith("slow_link"):
-        c.set_rate("8mbit")
+    elif scenario.startswith("slow_"):
+        c.set_rate("8mbit", nodes=sc.slow_nodes)
         time.sleep(14)
         c.clear_rate()
 
@@ -147,7 +156,7 @@ def check_rank(r, res, scenario, sc):
                                               "failed: " + failed[0].group(2) if failed else "did not finish")]
         calls, slowest = int(done[0].group(1)), int(done[0].group(2))
         print("rank %d: %d calls, slowest %d ms" % (r.rank, calls, slowest))
-        if scenario.startswith("slow_link") and slowest <= sc.timeout_ms:
+        if scenario.startswith("slow_") and slowest <= sc.timeout_ms:
             return ["rank %d: no call took longer than the timeout (%d ms): the link was not slow enough" % (
                 r.rank, slowest)]
         if scenario == "link_flap" and slowest < 800:
@@ -177,9 +186,9 @@ def run(prog, scenario, trace_prog, trace_dir):
     sc = SCENARIOS[scenario]
     before = shm_segments()
     victim = 3  # node 1, local rank 1
-    with nc.Cluster(nodes=2, ranks_per_node=2) as c:
+    with nc.Cluster(nodes=sc.nodes, ranks_per_node=sc.ranks_per_node) as c:
         prefix = c.prefix
-        env = {"CONFLUX_TIMEOUT_MS": str(sc.timeout_ms)}
+        env = dict(sc.env, CONFLUX_TIMEOUT_MS=str(sc.timeout_ms))
         if trace_dir:
             env["CONFLUX_TRACE_DIR"] = trace_dir
         args = [prog, "--loop", str(sc.count), str(sc.seconds)] + (["--recover"] if sc.recovers else [])

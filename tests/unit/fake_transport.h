@@ -45,6 +45,8 @@ struct Faults {
   int deliveryMs = 0;    ///< wall time every message takes to move (0: none)
   bool countsBytes = true;  ///< movedBytes grows while a slow message moves (false: 0 until it completes)
   double linkBytesPerMs = 0;  ///< each rank's outgoing link, sends in turn (0: unlimited; deliveryMs then counts from the match)
+  int slowRank = -1;      ///< with deliveryMs: only messages to or from this rank are slow (-1: every message)
+  bool tellsProgress = true;  ///< progress notices (tellProgress) arrive at once (false: they are lost)
 };
 
 class FakeFabric {
@@ -69,6 +71,7 @@ class FakeFabric {
  private:
   struct Op : transport::RequestState {
     int owner = 0;
+    int peer = 0;
     int countdown = 0;
     transport::Clock::time_point scheduled{};
     transport::Clock::time_point due{};  ///< when it completes (slow or rate-limited links)
@@ -80,6 +83,7 @@ class FakeFabric {
   transport::Request post(int self, bool send, int peer, uint64_t tag, const void* src, void* dst, size_t bytes) {
     auto op = std::make_shared<Op>();
     op->owner = self;
+    op->peer = peer;
     op->bytes = bytes;
     std::lock_guard lock(mutex_);
     const uint64_t number = ++posted_[size_t(self)];
@@ -142,7 +146,8 @@ class FakeFabric {
   void schedule(const std::shared_ptr<Op>& op, const Op* sent = nullptr) {
     op->countdown = faults_.maxDelay > 0 ? std::uniform_int_distribution<int>(0, faults_.maxDelay)(rng_) : 0;
     op->scheduled = transport::Clock::now();
-    op->due = op->scheduled + std::chrono::milliseconds(faults_.deliveryMs);
+    const bool slow = faults_.slowRank < 0 || op->owner == faults_.slowRank || op->peer == faults_.slowRank;
+    op->due = op->scheduled + std::chrono::milliseconds(slow ? faults_.deliveryMs : 0);
     if (sent != nullptr && faults_.linkBytesPerMs > 0) op->due = std::max(op->scheduled, sent->due);
     inflight_[size_t(op->owner)].push_back(op);
   }
@@ -192,8 +197,22 @@ class FakeFabric {
     cv_.wait_until(lock, std::min(until, now + std::chrono::milliseconds(1)));
   }
 
+  void tell(int self, int peer, uint64_t seq, int64_t ageNs) {
+    if (!faults_.tellsProgress || peer < 0 || peer >= nranks_) return;
+    std::lock_guard lock(mutex_);
+    const int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(transport::Clock::now().time_since_epoch()).count() - ageNs;
+    auto& h = heard_[{peer, self}];
+    if (seq > h.first || (seq == h.first && at > h.second)) h = {seq, at};
+  }
+  int64_t heard(int self, int peer, uint64_t seq) {
+    std::lock_guard lock(mutex_);
+    auto it = heard_.find({self, peer});
+    return it != heard_.end() && it->second.first <= seq ? it->second.second : 0;
+  }
+
   const int nranks_;
   const Faults faults_;
+  std::map<std::pair<int, int>, std::pair<uint64_t, int64_t>> heard_;  ///< (to, from): the latest notice's call and time
   std::mutex mutex_;
   std::condition_variable cv_;
   std::mt19937 rng_;
@@ -216,6 +235,8 @@ class FakeFabric::Endpoint : public transport::MessageTransport {
   }
   void progress() override { fabric_.progress(rank_); }
   void poll(transport::Deadline until) override { fabric_.poll(rank_, until); }
+  void tellProgress(int peer, uint64_t seq, int64_t ageNs) override { fabric_.tell(rank_, peer, seq, ageNs); }
+  int64_t heardProgress(int peer, uint64_t seq) override { return fabric_.heard(rank_, peer, seq); }
 
  private:
   FakeFabric& fabric_;

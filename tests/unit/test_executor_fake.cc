@@ -159,8 +159,7 @@ TEST(ExecutorOverFakeTransport, AnInjectedFailureEndsTheCallOnEveryRank) {
 
 // A slow but alive link: every message takes three timeouts to move, its bytes moving all along. That is
 // progress, not a stuck peer: every rank completes and every result is right. (In these schedules every
-// rank has a message in flight in every round. A rank that waits, with nothing in flight, for a peer
-// that is itself moving a slow message sees no progress: docs/reliability.md, "Slow links".)
+// rank has a message in flight in every round; a rank that waits with nothing in flight is the next test.)
 TEST(ExecutorOverFakeTransport, ASlowLinkWhoseBytesKeepMovingIsNotATimeout) {
   constexpr int kTimeoutMs = 150;
   Faults slow;
@@ -190,6 +189,36 @@ TEST(ExecutorOverFakeTransport, ASlowMessageThatShowsNoBytesMovingTimesOut) {
     EXPECT_EQ(status[size_t(r)].code(), Code::Timeout) << "rank " << r << ": " << status[size_t(r)].message();
     EXPECT_NE(status[size_t(r)].message().find("no progress"), std::string::npos) << status[size_t(r)].message();
   }
+}
+
+// Only rank 3's links are slow, in a ring of 4 ranks each on its own node: rank 1 receives from rank 0
+// and sends to rank 2 over fast links, so it has nothing in flight while it waits for rank 0, which
+// itself waits for rank 3's slow bytes. Rank 0 tells it so (tellProgress), and nobody times out.
+TEST(ExecutorOverFakeTransport, ARankWaitingForAWaitingRankOnAnotherNodeIsToldItsProgress) {
+  constexpr int kTimeoutMs = 150;
+  Faults slow;
+  slow.deliveryMs = 3 * kTimeoutMs;
+  slow.slowRank = 3;
+  Cluster cluster(eachRankAlone(4, slow, kTimeoutMs));
+  const auto start = std::chrono::steady_clock::now();
+  checkCollective(cluster, Algo::Ring, Collective::AllReduce, 61, describeRun(Algo::Ring, Collective::AllReduce, "rank 3 slow", 61, 0));
+  if (HasFatalFailure()) return;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(ms, 3 * kTimeoutMs) << "a message took longer than the timeout, else this proves nothing";
+}
+
+// The same ring with the notices lost: rank 1 sees nothing move for longer than the timeout and fails,
+// naming the rank it waited for (what the test above would see without the notices).
+TEST(ExecutorOverFakeTransport, WithoutProgressNoticesARankWaitingForAWaitingRankTimesOut) {
+  constexpr int kTimeoutMs = 150;
+  Faults slow;
+  slow.deliveryMs = 3 * kTimeoutMs;
+  slow.slowRank = 3;
+  slow.tellsProgress = false;
+  Cluster cluster(eachRankAlone(4, slow, kTimeoutMs));
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status { return ringAllReduce(cluster, r, rank, 64); });
+  EXPECT_EQ(status[1].code(), Code::Timeout) << status[1].message();
+  EXPECT_NE(status[1].message().find("no progress"), std::string::npos) << status[1].message();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -166,6 +167,40 @@ TEST(TcpNetwork, AFailureNoticeFailsEveryOperationWithItsText) {
       // Later operations fail at once.
       EXPECT_TRUE(net.isend(0, 5, &x, 1).failed());
       bothSawIt.arrive_and_wait();
+    }
+  });
+}
+
+// A progress notice (tellProgress) is heard as the sender's progress (its arrival less the age told), for
+// its call and later ones, and is no activity on the link (linkActivity counts messages' bytes only: else
+// ranks that wait for each other would keep each other's timers running with notices alone). Messages on
+// the same connection still match.
+TEST(TcpNetwork, AProgressNoticeIsHeardButIsNoActivityOnTheLink) {
+  auto nowNs = [] { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); };
+  std::atomic<bool> heard{false};
+  runRanks(2, [&](int rank, Network& net) {
+    const auto until = Clock::now() + std::chrono::seconds(10);
+    if (rank == 1) {
+      const uint64_t before = net.linkActivity(0);
+      net.tellProgress(0, 5, 2'000'000'000);  // call 5, progressed 2 s ago
+      uint64_t x = 77;
+      EXPECT_TRUE(wait(net, {net.isend(0, 3, &x, 8)}).isOk());
+      while (!heard.load() && Clock::now() < until) {  // the notice leaves while this rank progresses
+        net.progress();
+        EXPECT_LE(net.linkActivity(0), before + sizeof(tcp::wire::Header) + 8) << "the notice counted as activity";
+      }
+    } else {
+      uint64_t x = 0;
+      EXPECT_TRUE(wait(net, {net.irecv(1, 3, &x, 8)}).isOk());
+      EXPECT_EQ(x, 77u) << "a message after the notice";
+      while (net.heardProgress(1, 5) == 0 && Clock::now() < until) net.progress();
+      const int64_t at = net.heardProgress(1, 5);
+      EXPECT_NE(at, 0);
+      EXPECT_NEAR(double(nowNs() - at) / 1e9, 2.0, 0.5) << "arrival less the age told";
+      EXPECT_EQ(net.heardProgress(1, 6), at) << "progress in an earlier call counts for a later one";
+      EXPECT_EQ(net.heardProgress(1, 4), 0) << "not for an earlier call";
+      EXPECT_EQ(net.linkActivity(1), sizeof(tcp::wire::Header) + 8) << "only the message's bytes are activity";
+      heard.store(true);
     }
   });
 }

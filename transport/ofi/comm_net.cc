@@ -38,7 +38,28 @@ CommNet::~CommNet() {
     sendNotices(Clock::now() + std::chrono::milliseconds(200));
     transport_->keepUntilClosed(outgoing_);
   }
+  if (told_ != nullptr &&
+      std::any_of(told_->begin(), told_->end(), [](const Told& t) { return t.sent.valid() && !t.sent.done(); })) {
+    transport_->keepUntilClosed(told_);
+  }
   if (space_ != 0 && !retired_) transport_->releaseSpaces(uint32_t{1} << space_);
+}
+
+void CommNet::tellProgress(int peer, uint64_t seq, int64_t ageNs) {
+  if (board_ == nullptr || announced_ || peer < 0 || peer >= nranks() || peer == rank_ ||
+      !board_->onOtherNode(transportRank(peer))) {
+    return;
+  }
+  if (told_ == nullptr) told_ = std::make_shared<std::vector<Told>>(size_t(nranks()));
+  Told& t = (*told_)[size_t(peer)];
+  if (t.sent.valid() && !t.sent.done()) return;
+  t.text = NoticeBoard::composeProgress(noticeId_, seq, ageNs);
+  t.sent = transport_->isend(transportRank(peer), NoticeBoard::wireTag(), t.text.data(), NoticeBoard::kNoticeBytes);
+}
+
+int64_t CommNet::heardProgress(int peer, uint64_t seq) {
+  if (board_ == nullptr || peer < 0 || peer >= nranks()) return 0;
+  return board_->heardProgress(noticeId_, transportRank(peer), seq);
 }
 
 Request CommNet::isend(int peer, uint64_t tag, const void* buf, size_t bytes) {

@@ -76,6 +76,10 @@ class CommNet : public transport::Network {
   void announceFailure(const Status& status) override;
   /// The first notice for this view that arrived ("ofi: <its text>"); ok while none did.
   Status failure() override;
+  /// A progress notice to `peer` on another node, through the notice board's receives; dropped while the
+  /// last one to it is still under way, or where there is no board.
+  void tellProgress(int peer, uint64_t seq, int64_t ageNs) override;
+  int64_t heardProgress(int peer, uint64_t seq) override;
   /// What describe() and endpointKey() say (set by the opener).
   void setIdentity(std::string description, std::string endpointKey) {
     description_ = std::move(description);
@@ -119,6 +123,12 @@ class CommNet : public transport::Network {
   std::vector<int> noticePeers_;        ///< this view's ranks on other nodes
   uint64_t noticeId_ = 0;               ///< this view's id in notices (0: the opener's)
   std::shared_ptr<Outgoing> outgoing_;  ///< the notices this view sent (kept until the endpoints close)
+  struct Told {
+    NoticeBoard::NoticeText text;
+    Request sent;
+  };
+  /// The progress notices under way, by peer (kept until the endpoints close if one still is).
+  std::shared_ptr<std::vector<Told>> told_;
   bool announced_ = false;
   Status noticed_;
 };

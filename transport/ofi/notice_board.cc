@@ -1,6 +1,7 @@
 #include "transport/ofi/notice_board.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "transport/ofi/tags.h"
@@ -34,8 +35,16 @@ NoticeBoard::NoticeText NoticeBoard::compose(uint64_t id, const std::string& tex
   return t;
 }
 
-std::optional<std::string> NoticeBoard::heard(uint64_t id) {
-  std::lock_guard lock(mutex_);
+NoticeBoard::NoticeText NoticeBoard::composeProgress(uint64_t id, uint64_t seq, int64_t ageNs) {
+  NoticeText t{};
+  std::memcpy(t.data(), &id, sizeof id);
+  t[sizeof id] = kProgressMark;
+  std::memcpy(t.data() + 16, &seq, sizeof seq);
+  std::memcpy(t.data() + 24, &ageNs, sizeof ageNs);
+  return t;
+}
+
+void NoticeBoard::readArrived() {
   for (size_t i = 0; i < peers_.size(); ++i) {
     const Request& r = received_[i];
     // A receive that failed (the peer's connection broke) is no notice, and no more come from that peer:
@@ -44,12 +53,35 @@ std::optional<std::string> NoticeBoard::heard(uint64_t id) {
     uint64_t from = 0;
     std::memcpy(&from, in_[i].data(), sizeof from);
     const char* text = in_[i].data() + sizeof from;
-    arrived_.emplace(from, std::string(text, strnlen(text, kNoticeBytes - sizeof from)));  // keeps the first
+    if (*text == kProgressMark) {
+      Told n;
+      int64_t ageNs = 0;
+      std::memcpy(&n.seq, in_[i].data() + 16, sizeof n.seq);
+      std::memcpy(&ageNs, in_[i].data() + 24, sizeof ageNs);
+      n.atNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count() - std::max<int64_t>(ageNs, 0);
+      Told& kept = progress_[{from, peers_[i]}];
+      if (n.seq > kept.seq || (n.seq == kept.seq && n.atNs > kept.atNs)) kept = n;
+    } else {
+      arrived_.emplace(from, std::string(text, strnlen(text, kNoticeBytes - sizeof from)));  // keeps the first
+    }
     post(i);
   }
+}
+
+std::optional<std::string> NoticeBoard::heard(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  readArrived();
   const auto it = arrived_.find(id);
   if (it == arrived_.end()) return std::nullopt;
   return it->second;
+}
+
+int64_t NoticeBoard::heardProgress(uint64_t id, int from, uint64_t seq) {
+  std::lock_guard lock(mutex_);
+  readArrived();
+  const auto it = progress_.find({id, from});
+  // Progress in an earlier call counts too: the sender must finish it before it gets to this one.
+  return it != progress_.end() && it->second.seq <= seq ? it->second.atNs : 0;
 }
 
 }  // namespace conflux::ofi

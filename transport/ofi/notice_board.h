@@ -8,11 +8,14 @@
 // one board per Transport, made by the communicator that opened it: one receive per rank on another node,
 // in tag space 0, posted again after each notice. A notice starts with the 8-byte id of the communicator
 // it is for (0: the opener; a split child's members agree on a random one), and the board keeps what
-// arrived by that id for the communicator to find.
+// arrived by that id for the communicator to find. The same receives carry progress notices
+// (Network::tellProgress): after the id a byte kProgressMark (no failure text starts with it), then the call
+// number and the age of the sender's last progress; the board keeps the latest per communicator and sender.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,6 +31,7 @@ class NoticeBoard {
  public:
   static constexpr size_t kNoticeBytes = 1024;  ///< every notice is this long (receives match sizes exactly)
   using NoticeText = std::array<char, kNoticeBytes>;
+  static constexpr char kProgressMark = '\x01';  ///< the byte after the id that makes a progress notice
 
   /// Posts a receive for a notice from each of the Transport's ranks `remote` (those on other nodes; ranks
   /// out of range are left out). The board must outlive the Transport's endpoints (the opener hands it to
@@ -42,13 +46,19 @@ class NoticeBoard {
   /// receives that completed and posts each again (so a later notice from the same rank waits in the
   /// provider until some communicator asks); any thread that drives the Transport may call it.
   std::optional<std::string> heard(uint64_t id);
+  /// When the Transport's rank `from` last progressed in communicator `id`'s call `seq` or an earlier one,
+  /// by its progress notices (arrival less age, steady clock ns); 0 when none told. Reads as heard() does.
+  int64_t heardProgress(uint64_t id, int from, uint64_t seq);
   /// The notice for communicator `id` with `text` (cut to fit), as sent.
   static NoticeText compose(uint64_t id, const std::string& text);
+  /// The progress notice for communicator `id`: its call `seq`, last progressed `ageNs` ago.
+  static NoticeText composeProgress(uint64_t id, uint64_t seq, int64_t ageNs);
   /// The tag a notice travels with on the Transport (tag space 0).
   static uint64_t wireTag();
 
  private:
   void post(size_t i);  ///< under mutex_
+  void readArrived();   ///< under mutex_: takes in what the completed receives hold, and posts them again
 
   Transport& transport_;
   std::vector<bool> other_;  ///< by the Transport's rank
@@ -57,6 +67,11 @@ class NoticeBoard {
   std::vector<NoticeText> in_;
   std::vector<Request> received_;
   std::unordered_map<uint64_t, std::string> arrived_;  ///< the first notice per communicator id
+  struct Told {
+    uint64_t seq = 0;
+    int64_t atNs = 0;
+  };
+  std::map<std::pair<uint64_t, int>, Told> progress_;  ///< (communicator id, sender): its latest progress notice
 };
 
 }  // namespace conflux::ofi

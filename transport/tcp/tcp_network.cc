@@ -30,6 +30,8 @@ using transport::RequestState;
 using wire::Header;
 using wire::kMaxNoticeBytes;
 using wire::kNoticeBit;
+using wire::kProgressBit;
+using wire::ProgressNotice;
 
 struct Op : RequestState {
   uint64_t tag = 0;          // kNoticeBit: a failure notice, whose text is in `owned`
@@ -45,6 +47,7 @@ uint64_t physicalBytes() {
 }
 
 bool isNotice(const Header& h) { return (h.tag & kNoticeBit) != 0; }
+bool isProgress(const Header& h) { return (h.tag & kProgressBit) != 0 && !isNotice(h); }
 
 void finish(Op& op, const Status& s) {
   op.status = s;
@@ -81,6 +84,15 @@ struct Peer {
   bool announced = false;  // a failure notice was queued to it
   uint64_t written = 0;    // bytes handed to the socket, headers included (linkActivity)
   uint64_t read = 0;       // bytes read from the socket
+  // Progress notices (tellProgress): the one being sent, the one being read, the latest heard, and
+  // their bytes, which linkActivity leaves out (else ranks that wait for each other would keep each
+  // other's timers running with notices alone).
+  std::shared_ptr<Op> told;
+  ProgressNotice progressIn{};
+  uint64_t heardSeq = 0;
+  int64_t heardNs = 0;
+  uint64_t controlWritten = 0, controlRead = 0;
+  uint64_t activity = 0;   // the largest linkActivity reported (it never goes back)
 };
 
 class TcpNetwork final : public transport::Network {
@@ -176,12 +188,37 @@ class TcpNetwork final : public transport::Network {
 
   uint64_t linkActivity(int peer) override {
     if (peer < 0 || peer >= nranks_) return 0;
-    const Peer& p = peers_[size_t(peer)];
+    Peer& p = peers_[size_t(peer)];
     if (p.fd.get() < 0 || p.broken) return 0;
     // SIOCOUTQ: bytes in the send queue the peer's host has not acknowledged yet.
     int unacked = 0;
     if (::ioctl(p.fd.get(), SIOCOUTQ, &unacked) != 0 || unacked < 0) unacked = 0;
-    return p.read + (p.written - std::min<uint64_t>(p.written, uint64_t(unacked)));
+    const uint64_t acked = p.written - std::min<uint64_t>(p.written, uint64_t(unacked));
+    // Progress notices' bytes are not activity; an unacknowledged notice would lower the sum for a moment.
+    const uint64_t now = (p.read - std::min(p.read, p.controlRead)) + (acked - std::min(acked, p.controlWritten));
+    p.activity = std::max(p.activity, now);
+    return p.activity;
+  }
+
+  void tellProgress(int peer, uint64_t seq, int64_t ageNs) override {
+    if (peer < 0 || peer >= nranks_) return;
+    Peer& p = peers_[size_t(peer)];
+    if (p.fd.get() < 0 || p.broken || (p.told != nullptr && !p.told->done.load(std::memory_order_acquire))) return;
+    const ProgressNotice n{seq, std::max<int64_t>(ageNs, 0)};
+    auto op = newOp(kProgressBit, nullptr, 0);
+    op->owned.assign(reinterpret_cast<const std::byte*>(&n), reinterpret_cast<const std::byte*>(&n) + sizeof n);
+    op->buf = op->owned.data();
+    op->bytes = op->owned.size();
+    p.told = op;
+    p.sends.push_back(op);
+    flush(p);
+  }
+
+  int64_t heardProgress(int peer, uint64_t seq) override {
+    if (peer < 0 || peer >= nranks_) return 0;
+    const Peer& p = peers_[size_t(peer)];
+    // Progress in an earlier call counts too: the peer must finish it before it gets to this one.
+    return p.heardSeq != 0 && p.heardSeq <= seq ? p.heardNs : 0;
   }
 
   std::string_view name() const override { return "tcp"; }
@@ -302,6 +339,7 @@ class TcpNetwork final : public transport::Network {
       }
       size_t left = static_cast<size_t>(sent);
       p.written += left;
+      if (isProgress(h)) p.controlWritten += left;
       if (op.headerSent < sizeof h) {
         const size_t headerPart = std::min(left, sizeof h - op.headerSent);
         op.headerSent += headerPart;
@@ -343,6 +381,7 @@ class TcpNetwork final : public transport::Network {
         p.headerGot += static_cast<size_t>(n);
         if (p.headerGot == sizeof p.header) startPayload(p);
       } else {
+        if (isProgress(p.header)) p.controlRead += static_cast<uint64_t>(n);
         p.payloadGot += static_cast<size_t>(n);
         notePayloadMoved(p);
       }
@@ -363,6 +402,11 @@ class TcpNetwork final : public transport::Network {
     if (isNotice(p.header)) {
       p.notice.assign(std::min<uint64_t>(p.header.bytes, kMaxNoticeBytes), '\0');
       return;  // payloadTarget reads it into p.notice (a longer one is cut)
+    }
+    if (isProgress(p.header)) {
+      p.controlRead += sizeof p.header;
+      p.progressIn = ProgressNotice{};
+      return;  // payloadTarget reads it into p.progressIn (other sizes are dropped)
     }
     for (auto it = p.posted.begin(); it != p.posted.end(); ++it) {
       if ((*it)->tag != p.header.tag) continue;
@@ -398,6 +442,8 @@ class TcpNetwork final : public transport::Network {
         want = std::min(want, p.notice.size() - p.payloadGot);
         return reinterpret_cast<std::byte*>(p.notice.data()) + p.payloadGot;
       }
+    } else if (isProgress(p.header)) {
+      if (p.header.bytes == sizeof p.progressIn) return reinterpret_cast<std::byte*>(&p.progressIn) + p.payloadGot;
     } else if (p.into != nullptr) {
       return p.into->buf + p.payloadGot;
     } else if (p.stash != nullptr) {
@@ -410,6 +456,17 @@ class TcpNetwork final : public transport::Network {
   }
 
   void endMessage(Peer& p) {
+    if (isProgress(p.header)) {
+      p.headerGot = p.payloadGot = 0;
+      if (p.header.bytes != sizeof p.progressIn) return;
+      const int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(transport::Clock::now().time_since_epoch()).count() -
+                         p.progressIn.ageNs;
+      if (p.progressIn.seq > p.heardSeq || (p.progressIn.seq == p.heardSeq && at > p.heardNs)) {
+        p.heardSeq = p.progressIn.seq;
+        p.heardNs = at;
+      }
+      return;
+    }
     if (isNotice(p.header)) {
       // The sender's communicator failed, so this one cannot complete a call either: every operation
       // fails with its text, whichever peer it waits for.

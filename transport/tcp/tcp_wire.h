@@ -29,4 +29,12 @@ struct Header {
 constexpr uint64_t kNoticeBit = uint64_t{1} << 63;
 constexpr size_t kMaxNoticeBytes = 1024;
 
+/// A header with this tag bit carries no message but the sender's progress (tellProgress): a
+/// ProgressNotice. Its bytes count as no activity on the connection (linkActivity).
+constexpr uint64_t kProgressBit = uint64_t{1} << 62;
+struct ProgressNotice {
+  uint64_t seq;   ///< the collective call
+  int64_t ageNs;  ///< how long ago the sender last progressed in it
+};
+
 }  // namespace conflux::tcp::wire
