@@ -42,7 +42,9 @@ Status RankExecutor::run() {
   slideWindow();
   Backoff backoff(env_);
   bool progressedSinceCheck = false;
-  lastProgress_ = callStart_ = Clock::now();
+  callStart_ = Clock::now();
+  lastProgress_ = passable_ = callStart_;
+  passableHops_ = 0;
   for (;;) {
     bool allDone = true;
     bool progressed = progress(allDone);
@@ -56,7 +58,7 @@ Status RankExecutor::run() {
     if (backoff.pause()) continue;
     // Reading the clock only here keeps it off the fast path.
     if (progressedSinceCheck) {
-      lastProgress_ = Clock::now();
+      ownProgress(Clock::now());
       progressedSinceCheck = false;
     }
     // Read the doorbell before the last check so that a ring in between is not lost.

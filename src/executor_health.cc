@@ -78,21 +78,27 @@ Status RankExecutor::checkHealth() {
       netMovedKnown_ = true;
     } else if (moved != netMovedSeen_) {
       netMovedSeen_ = moved;
-      lastProgress_ = now;
+      ownProgress(now);
     }
   }
   // A member of this node this rank waits for that progressed later in this same collective call
   // (itself, or along its own chain of waits) is alive and moving it, and so is this rank; so is a rank
   // on another node it waits for that told it so (tellOtherNodes). Then this rank's progress is published
-  // for the members that wait for it, and told to the ranks on other nodes it sends to. Only real progress enters the chain
-  // (a completed operation, moving bytes, a round begun), so ranks that wait for each other in a cycle
-  // still time out; and progress in another call (a member busy with other work while this call waits
-  // for it) is not taken over. Point-to-point batches (no call number) neither publish nor take over.
+  // for the members that wait for it, and told to the ranks on other nodes it exchanges messages with.
+  // Only real progress enters the chain (a completed operation, moving bytes, a round begun), so ranks
+  // that wait for each other in a cycle still time out; progress in another call (a member busy with
+  // other work while this call waits for it) is not taken over. A notice is read a little after it was
+  // sent, so a time that crossed nodes looks newer by that delay at every hop: it is passed on through at
+  // most kMaxProgressHops notices (a node-mate's published time counts as one hop short of that, its own
+  // count not being known), so a cycle of waits through other nodes still times out, at most that many
+  // delays late. Point-to-point batches (no call number) neither publish nor take over.
   if (call_.seq != 0) {
-    if (const Clock::time_point chain = waitedMembersProgress(); chain > lastProgress_) lastProgress_ = chain;
-    if (lastProgress_ > publishedProgress_) {
-      publishedProgress_ = lastProgress_;
-      local_->publishProgress(std::chrono::duration_cast<std::chrono::nanoseconds>(lastProgress_.time_since_epoch()).count(),
+    const WaitedProgress w = waitedProgress();
+    takeProgress(w.local, transport::MessageTransport::kMaxProgressHops - 1);
+    takeProgress(w.remote, w.remoteHops);
+    if (passable_ > publishedProgress_) {
+      publishedProgress_ = passable_;
+      local_->publishProgress(std::chrono::duration_cast<std::chrono::nanoseconds>(passable_.time_since_epoch()).count(),
                               call_.seq);
     }
     if (env_.net != nullptr) tellOtherNodes(now);
@@ -111,17 +117,26 @@ void RankExecutor::tellOtherNodes(Clock::time_point now) {
   if (now - callStart_ < interval || now - lastTold_ < interval) return;
   lastTold_ = now;
   if (!tellPeersKnown_) {
-    // The ranks on other nodes this rank sends to in this plan: those that may be waiting for it.
+    // The ranks on other nodes this rank exchanges messages with in this plan: those that may be waiting
+    // for it (a receiver, or a sender whose message waits for this rank's receive).
     for (const Op& op : plan_.ops) {
-      if (op.kind == OpKind::Send && op.peer != env_.rank && isRemote(op.peer) &&
+      if (op.peer >= 0 && op.peer != env_.rank && op.kind != OpKind::Barrier && isRemote(op.peer) &&
           std::find(tellPeers_.begin(), tellPeers_.end(), op.peer) == tellPeers_.end()) {
         tellPeers_.push_back(op.peer);
       }
     }
     tellPeersKnown_ = true;
   }
-  const int64_t ageNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now - lastProgress_).count();
-  for (int peer : tellPeers_) env_.net->tellProgress(peer, call_.seq, ageNs);
+  const int64_t ageNs = std::chrono::duration_cast<std::chrono::nanoseconds>(now - passable_).count();
+  for (int peer : tellPeers_) env_.net->tellProgress(peer, call_.seq, ageNs, passableHops_);
+}
+
+void RankExecutor::takeProgress(Clock::time_point t, uint32_t hops) {
+  if (t > lastProgress_) lastProgress_ = t;
+  if (hops < transport::MessageTransport::kMaxProgressHops && t > passable_) {
+    passable_ = t;
+    passableHops_ = hops;
+  }
 }
 
 bool RankExecutor::waitsFor(int g) const {
@@ -132,8 +147,9 @@ bool RankExecutor::waitsFor(int g) const {
   });
 }
 
-Clock::time_point RankExecutor::waitedMembersProgress() const {
+RankExecutor::WaitedProgress RankExecutor::waitedProgress() const {
   int64_t latest = 0;
+  transport::MessageTransport::HeardProgress remote;
   anyWaiting([&](uint32_t, const Op& op, const OpState& st) {
     if (op.kind == OpKind::Barrier) {
       for (int l = 0; l < local_->localSize(); ++l) {
@@ -144,11 +160,14 @@ Clock::time_point RankExecutor::waitedMembersProgress() const {
     } else if (op.peer != env_.rank && !isRemote(op.peer)) {
       latest = std::max(latest, local_->peerProgress(env_.localIndex[op.peer], call_.seq));
     } else if (op.peer >= 0 && op.peer != env_.rank && env_.net != nullptr) {
-      latest = std::max(latest, env_.net->heardProgress(op.peer, call_.seq));  // told across nodes (tellOtherNodes)
+      // Told across nodes (tellOtherNodes); a notice that claims too many hops is not taken.
+      const auto heard = env_.net->heardProgress(op.peer, call_.seq);
+      if (heard.hops < transport::MessageTransport::kMaxProgressHops && heard.ns > remote.ns) remote = heard;
     }
     return false;
   });
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(latest)));
+  auto at = [](int64_t ns) { return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns))); };
+  return WaitedProgress{at(latest), at(remote.ns), remote.hops + 1};
 }
 
 int RankExecutor::stuckPeer() const {

@@ -190,9 +190,22 @@ class RankExecutor {
   bool waitsFor(int g) const;
   /// The latest progress in this call published by the members of this node that an unfinished operation
   /// waits for (a stream's peer, a barrier's laggards); the epoch when none.
-  Clock::time_point waitedMembersProgress() const;
-  /// Tells the ranks on other nodes this rank sends to in the plan how long ago it last progressed
-  /// (Network::tellProgress), every quarter of the timeout once the call has lasted that long.
+  /// The latest progress of the ranks this rank waits for: members of its node (as published in the
+  /// same call) and ranks on other nodes (as they told it, with the hops the time came through, plus one).
+  struct WaitedProgress {
+    Clock::time_point local{};
+    Clock::time_point remote{};
+    uint32_t remoteHops = 0;
+  };
+  WaitedProgress waitedProgress() const;
+  /// Progress at `t` that came through `hops` notices: this rank's own timer takes it; what it publishes
+  /// and tells takes it only below kMaxProgressHops.
+  void takeProgress(Clock::time_point t, uint32_t hops);
+  /// This rank's own progress, now.
+  void ownProgress(Clock::time_point now) { takeProgress(now, 0); }
+  /// Tells the ranks on other nodes this rank exchanges messages with in the plan how long ago it last
+  /// progressed (MessageTransport::tellProgress), every quarter of the timeout once the call has lasted
+  /// that long.
   void tellOtherNodes(Clock::time_point now);
   int stuckPeer() const;
 
@@ -234,11 +247,13 @@ class RankExecutor {
   Clock::time_point publishedProgress_{};  // what this rank last published to its node (publishProgress)
   uint64_t netMovedSeen_ = 0;   // netBytesMoved() when the no-progress timer last looked
   bool netMovedKnown_ = false;  // netMovedSeen_ was read since the last message was posted (postNet clears it)
-  Clock::time_point lastProgress_{};
+  Clock::time_point lastProgress_{};  // the latest progress this rank knows of: its timer
+  Clock::time_point passable_{};      // the latest of it that came through fewer than kMaxProgressHops notices
+  uint32_t passableHops_ = 0;         // ... and through how many
   Clock::time_point lastLiveness_{};
   Clock::time_point callStart_{};  // when run() began
   Clock::time_point lastTold_{};   // tellOtherNodes' last notices
-  std::vector<int> tellPeers_;     // the ranks on other nodes this rank sends to in the plan
+  std::vector<int> tellPeers_;     // the ranks on other nodes this rank exchanges messages with in the plan
   bool tellPeersKnown_ = false;    // tellPeers_ was computed
 };
 

@@ -106,24 +106,33 @@ class MessageTransport {
   }
   /// Progress across nodes, for the no-progress timeout: a rank that waits for a rank on another node,
   /// which itself waits (for a slow link further on, say), sees none of that rank's progress unless it is
-  /// told. This rank, in collective call `seq`, last progressed `ageNs` ago: a best-effort notice to the
-  /// rank `peer`, dropped while the previous one to it is still under way.
-  /// The age, not a time, travels (node clocks differ), so a chain of notices never makes progress newer
-  /// than the real progress it started from, and ranks that wait for each other in a cycle still time out.
+  /// told. This rank, in collective call `seq`, last progressed `ageNs` ago, which it learnt through
+  /// `hops` notices (0: its own progress or its node's): a best-effort notice to rank `peer`, dropped
+  /// while the previous one to it is still under way. The age, not a time, travels (node clocks differ);
+  /// each notice is read a little after it was sent, so the progress a chain carries looks newer by that
+  /// delay at every hop, and the hop count bounds how far: the executor passes on nothing that came
+  /// through kMaxProgressHops notices, so ranks that wait for each other in a cycle still time out.
   /// Default: nothing.
-  virtual void tellProgress(int peer, uint64_t seq, int64_t ageNs) {
+  virtual void tellProgress(int peer, uint64_t seq, int64_t ageNs, uint32_t hops) {
     (void)peer;
     (void)seq;
     (void)ageNs;
+    (void)hops;
   }
-  /// When rank `peer` last progressed in call `seq` or an earlier one (which it must
-  /// finish before it gets to `seq`), as its notices told: their arrival, on this rank's steady clock in
-  /// ns, less their age. 0 when nothing was heard for those calls.
-  virtual int64_t heardProgress(int peer, uint64_t seq) {
+  /// What rank `peer` last told of its progress in call `seq` or an earlier one (which it must finish
+  /// before it gets to `seq`): the time (the notice's arrival less its age, on this rank's steady clock in
+  /// ns; 0 when nothing was heard for those calls) and the notice's hop count.
+  struct HeardProgress {
+    int64_t ns = 0;
+    uint32_t hops = 0;
+  };
+  virtual HeardProgress heardProgress(int peer, uint64_t seq) {
     (void)peer;
     (void)seq;
-    return 0;
+    return {};
   }
+  /// Notices a progress time may pass through before it is passed on no more (tellProgress).
+  static constexpr uint32_t kMaxProgressHops = 8;
   /// A failure this transport learnt of outside the caller's requests (a peer's failure notice,
   /// Network::announceFailure), which no posted request may ever report; ok otherwise. A caller whose
   /// requests make no progress looks here; once not ok it stays so. Default: nothing learnt.

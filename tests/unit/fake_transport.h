@@ -46,7 +46,9 @@ struct Faults {
   bool countsBytes = true;  ///< movedBytes grows while a slow message moves (false: 0 until it completes)
   double linkBytesPerMs = 0;  ///< each rank's outgoing link, sends in turn (0: unlimited; deliveryMs then counts from the match)
   int slowRank = -1;      ///< with deliveryMs: only messages to or from this rank are slow (-1: every message)
-  bool tellsProgress = true;  ///< progress notices (tellProgress) arrive at once (false: they are lost)
+  bool tellsProgress = true;  ///< progress notices (tellProgress) arrive (false: they are lost)
+  int noticeDelayMs = 0;      ///< a progress notice is read this long after it was sent (0: at once)
+  int forgedNoticeHops = -1;  ///< >= 0: every peer always tells it progressed just now, through this many hops
 };
 
 class FakeFabric {
@@ -197,22 +199,44 @@ class FakeFabric {
     cv_.wait_until(lock, std::min(until, now + std::chrono::milliseconds(1)));
   }
 
-  void tell(int self, int peer, uint64_t seq, int64_t ageNs) {
+  /// A progress notice from `self` to `peer`, read noticeDelayMs later: then its time is that moment less
+  /// the age, as a real receiver computes it.
+  void tell(int self, int peer, uint64_t seq, int64_t ageNs, uint32_t hops) {
     if (!faults_.tellsProgress || peer < 0 || peer >= nranks_) return;
     std::lock_guard lock(mutex_);
-    const int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(transport::Clock::now().time_since_epoch()).count() - ageNs;
-    auto& h = heard_[{peer, self}];
-    if (seq > h.first || (seq == h.first && at > h.second)) h = {seq, at};
+    const int64_t readAt = nowNs() + int64_t(faults_.noticeDelayMs) * 1000000;
+    notices_[{peer, self}].push_back(Notice{readAt, seq, {readAt - std::max<int64_t>(ageNs, 0), hops}});
   }
-  int64_t heard(int self, int peer, uint64_t seq) {
+  transport::MessageTransport::HeardProgress heard(int self, int peer, uint64_t seq) {
+    if (faults_.forgedNoticeHops >= 0) return {nowNs(), uint32_t(faults_.forgedNoticeHops)};
     std::lock_guard lock(mutex_);
-    auto it = heard_.find({self, peer});
-    return it != heard_.end() && it->second.first <= seq ? it->second.second : 0;
+    const int64_t now = nowNs();
+    Heard& h = heard_[{self, peer}];
+    auto& queue = notices_[{self, peer}];
+    while (!queue.empty() && queue.front().readAt <= now) {
+      const Notice& n = queue.front();
+      if (n.seq > h.seq || (n.seq == h.seq && n.progress.ns > h.progress.ns)) h = Heard{n.seq, n.progress};
+      queue.pop_front();
+    }
+    return h.seq != 0 && h.seq <= seq ? h.progress : transport::MessageTransport::HeardProgress{};
+  }
+  static int64_t nowNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(transport::Clock::now().time_since_epoch()).count();
   }
 
   const int nranks_;
   const Faults faults_;
-  std::map<std::pair<int, int>, std::pair<uint64_t, int64_t>> heard_;  ///< (to, from): the latest notice's call and time
+  struct Notice {
+    int64_t readAt;
+    uint64_t seq;
+    transport::MessageTransport::HeardProgress progress;
+  };
+  struct Heard {
+    uint64_t seq = 0;
+    transport::MessageTransport::HeardProgress progress;
+  };
+  std::map<std::pair<int, int>, std::deque<Notice>> notices_;  ///< (to, from): sent, not read yet
+  std::map<std::pair<int, int>, Heard> heard_;                 ///< (to, from): the latest read
   std::mutex mutex_;
   std::condition_variable cv_;
   std::mt19937 rng_;
@@ -235,8 +259,10 @@ class FakeFabric::Endpoint : public transport::MessageTransport {
   }
   void progress() override { fabric_.progress(rank_); }
   void poll(transport::Deadline until) override { fabric_.poll(rank_, until); }
-  void tellProgress(int peer, uint64_t seq, int64_t ageNs) override { fabric_.tell(rank_, peer, seq, ageNs); }
-  int64_t heardProgress(int peer, uint64_t seq) override { return fabric_.heard(rank_, peer, seq); }
+  void tellProgress(int peer, uint64_t seq, int64_t ageNs, uint32_t hops) override {
+    fabric_.tell(rank_, peer, seq, ageNs, hops);
+  }
+  HeardProgress heardProgress(int peer, uint64_t seq) override { return fabric_.heard(rank_, peer, seq); }
 
  private:
   FakeFabric& fabric_;

@@ -221,4 +221,87 @@ TEST(ExecutorOverFakeTransport, WithoutProgressNoticesARankWaitingForAWaitingRan
   EXPECT_NE(status[1].message().find("no progress"), std::string::npos) << status[1].message();
 }
 
+// Ranks that wait for each other in a cycle across nodes, telling each other their progress: a notice is
+// read 8 ms after it is sent (at a 10 ms notice interval), so every hop makes the time it carries look
+// 8 ms newer. Both still time out, soon after the timeout. (When a notice is read just as the reader
+// tells its own, every hop adds its delay and nothing else; passed on without end, such times would keep
+// up with the clock. The next test checks the bound on hops that prevents it.)
+TEST(ExecutorOverFakeTransport, RanksWaitingForEachOtherAcrossNodesTimeOutThoughNoticesArriveLate) {
+  Faults late;
+  late.noticeDelayMs = 8;
+  ClusterShape sh = eachRankAlone(2, late, 40);
+  Cluster cluster(sh);
+  const auto start = std::chrono::steady_clock::now();
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
+    std::vector<int32_t> in(16, r), out(16, 0);
+    PlanBuilder b("cycle");
+    b.recv(1 - r, BufRef::recv(0), 64);  // each waits for the other's message before sending its own
+    b.nextRound();
+    b.send(1 - r, BufRef::send(0), 64);
+    ExecBuffers bufs;
+    bufs.send = reinterpret_cast<const std::byte*>(in.data());
+    bufs.recv = reinterpret_cast<std::byte*>(out.data());
+    ExecCall call;
+    call.dtype = DataType::Int32;
+    call.count = 16;
+    call.seq = 1;
+    return execute(b.finish(), bufs, call, rank.env, rank.work);
+  });
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(status[size_t(r)].code(), Code::Timeout) << "rank " << r << ": " << status[size_t(r)].message();
+  EXPECT_LT(ms, 3000) << "the cycle outlived its timeout (40 ms) by far";
+}
+
+// A time told through kMaxProgressHops notices is not taken; one told through one fewer is. Rank 1 sends
+// four timeouts late, and every notice rank 0 reads says rank 1 progressed just now, through that many
+// hops: rank 0 waits for it with the smaller count and times out with the larger.
+TEST(ExecutorOverFakeTransport, ProgressToldThroughTooManyNoticesIsNotTaken) {
+  constexpr int kTimeoutMs = 100;
+  for (uint32_t hops : {transport::MessageTransport::kMaxProgressHops - 1, transport::MessageTransport::kMaxProgressHops}) {
+    Faults forged;
+    forged.forgedNoticeHops = int(hops);
+    Cluster cluster(eachRankAlone(2, forged, kTimeoutMs));
+    auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
+      std::vector<int32_t> in(16, 7), out(16, 0);
+      PlanBuilder b("late");
+      if (r == 0) {
+        b.recv(1, BufRef::recv(0), 64);
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(4 * kTimeoutMs));
+        b.send(0, BufRef::send(0), 64);
+      }
+      ExecBuffers bufs;
+      bufs.send = reinterpret_cast<const std::byte*>(in.data());
+      bufs.recv = reinterpret_cast<std::byte*>(out.data());
+      ExecCall call;
+      call.dtype = DataType::Int32;
+      call.count = 16;
+      call.seq = 1;
+      return execute(b.finish(), bufs, call, rank.env, rank.work);
+    });
+    if (hops < transport::MessageTransport::kMaxProgressHops) {
+      EXPECT_TRUE(status[0].isOk()) << hops << " hops: " << status[0].message();
+    } else {
+      EXPECT_EQ(status[0].code(), Code::Timeout) << hops << " hops: " << status[0].message();
+    }
+  }
+}
+
+// A chain behind a rank that is truly stuck (its messages never move, and show no bytes moving), with
+// notices on: the ranks that wait for it, and those that wait for them, all time out.
+TEST(ExecutorOverFakeTransport, AChainBehindAStuckRankTimesOutWithNoticesOn) {
+  constexpr int kTimeoutMs = 150;
+  Faults stuck;
+  stuck.deliveryMs = 60000;
+  stuck.slowRank = 3;
+  stuck.countsBytes = false;
+  Cluster cluster(eachRankAlone(4, stuck, kTimeoutMs));
+  const auto start = std::chrono::steady_clock::now();
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status { return ringAllReduce(cluster, r, rank, 64); });
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  for (int r = 0; r < 4; ++r) EXPECT_FALSE(status[size_t(r)].isOk()) << "rank " << r;
+  EXPECT_EQ(status[1].code(), Code::Timeout) << status[1].message();
+  EXPECT_LT(ms, 20 * kTimeoutMs) << "the ranks behind the stuck one took far longer than the timeout";
+}
+
 }  // namespace

@@ -182,7 +182,7 @@ TEST(TcpNetwork, AProgressNoticeIsHeardButIsNoActivityOnTheLink) {
     const auto until = Clock::now() + std::chrono::seconds(10);
     if (rank == 1) {
       const uint64_t before = net.linkActivity(0);
-      net.tellProgress(0, 5, 2'000'000'000);  // call 5, progressed 2 s ago
+      net.tellProgress(0, 5, 2'000'000'000, 2);  // call 5, progressed 2 s ago, learnt through 2 notices
       uint64_t x = 77;
       EXPECT_TRUE(wait(net, {net.isend(0, 3, &x, 8)}).isOk());
       while (!heard.load() && Clock::now() < until) {  // the notice leaves while this rank progresses
@@ -193,12 +193,13 @@ TEST(TcpNetwork, AProgressNoticeIsHeardButIsNoActivityOnTheLink) {
       uint64_t x = 0;
       EXPECT_TRUE(wait(net, {net.irecv(1, 3, &x, 8)}).isOk());
       EXPECT_EQ(x, 77u) << "a message after the notice";
-      while (net.heardProgress(1, 5) == 0 && Clock::now() < until) net.progress();
-      const int64_t at = net.heardProgress(1, 5);
-      EXPECT_NE(at, 0);
-      EXPECT_NEAR(double(nowNs() - at) / 1e9, 2.0, 0.5) << "arrival less the age told";
-      EXPECT_EQ(net.heardProgress(1, 6), at) << "progress in an earlier call counts for a later one";
-      EXPECT_EQ(net.heardProgress(1, 4), 0) << "not for an earlier call";
+      while (net.heardProgress(1, 5).ns == 0 && Clock::now() < until) net.progress();
+      const auto told = net.heardProgress(1, 5);
+      EXPECT_NE(told.ns, 0);
+      EXPECT_EQ(told.hops, 2u);
+      EXPECT_NEAR(double(nowNs() - told.ns) / 1e9, 2.0, 0.5) << "arrival less the age told";
+      EXPECT_EQ(net.heardProgress(1, 6).ns, told.ns) << "progress in an earlier call counts for a later one";
+      EXPECT_EQ(net.heardProgress(1, 4).ns, 0) << "not for an earlier call";
       EXPECT_EQ(net.linkActivity(1), sizeof(tcp::wire::Header) + 8) << "only the message's bytes are activity";
       heard.store(true);
     }

@@ -42,10 +42,11 @@ CommNet::~CommNet() {
       std::any_of(told_->begin(), told_->end(), [](const Told& t) { return t.sent.valid() && !t.sent.done(); })) {
     transport_->keepUntilClosed(told_);
   }
+  if (board_ != nullptr) board_->forget(noticeId_);
   if (space_ != 0 && !retired_) transport_->releaseSpaces(uint32_t{1} << space_);
 }
 
-void CommNet::tellProgress(int peer, uint64_t seq, int64_t ageNs) {
+void CommNet::tellProgress(int peer, uint64_t seq, int64_t ageNs, uint32_t hops) {
   if (board_ == nullptr || announced_ || peer < 0 || peer >= nranks() || peer == rank_ ||
       !board_->onOtherNode(transportRank(peer))) {
     return;
@@ -53,12 +54,12 @@ void CommNet::tellProgress(int peer, uint64_t seq, int64_t ageNs) {
   if (told_ == nullptr) told_ = std::make_shared<std::vector<Told>>(size_t(nranks()));
   Told& t = (*told_)[size_t(peer)];
   if (t.sent.valid() && !t.sent.done()) return;
-  t.text = NoticeBoard::composeProgress(noticeId_, seq, ageNs);
+  t.text = NoticeBoard::composeProgress(noticeId_, seq, ageNs, hops);
   t.sent = transport_->isend(transportRank(peer), NoticeBoard::wireTag(), t.text.data(), NoticeBoard::kNoticeBytes);
 }
 
-int64_t CommNet::heardProgress(int peer, uint64_t seq) {
-  if (board_ == nullptr || peer < 0 || peer >= nranks()) return 0;
+CommNet::HeardProgress CommNet::heardProgress(int peer, uint64_t seq) {
+  if (board_ == nullptr || peer < 0 || peer >= nranks()) return {};
   return board_->heardProgress(noticeId_, transportRank(peer), seq);
 }
 

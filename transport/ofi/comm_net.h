@@ -78,8 +78,8 @@ class CommNet : public transport::Network {
   Status failure() override;
   /// A progress notice to `peer` on another node, through the notice board's receives; dropped while the
   /// last one to it is still under way, or where there is no board.
-  void tellProgress(int peer, uint64_t seq, int64_t ageNs) override;
-  int64_t heardProgress(int peer, uint64_t seq) override;
+  void tellProgress(int peer, uint64_t seq, int64_t ageNs, uint32_t hops) override;
+  HeardProgress heardProgress(int peer, uint64_t seq) override;
   /// What describe() and endpointKey() say (set by the opener).
   void setIdentity(std::string description, std::string endpointKey) {
     description_ = std::move(description);

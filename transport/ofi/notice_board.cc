@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstring>
 
 #include "transport/ofi/tags.h"
@@ -35,12 +36,13 @@ NoticeBoard::NoticeText NoticeBoard::compose(uint64_t id, const std::string& tex
   return t;
 }
 
-NoticeBoard::NoticeText NoticeBoard::composeProgress(uint64_t id, uint64_t seq, int64_t ageNs) {
+NoticeBoard::NoticeText NoticeBoard::composeProgress(uint64_t id, uint64_t seq, int64_t ageNs, uint32_t hops) {
   NoticeText t{};
   std::memcpy(t.data(), &id, sizeof id);
   t[sizeof id] = kProgressMark;
   std::memcpy(t.data() + 16, &seq, sizeof seq);
   std::memcpy(t.data() + 24, &ageNs, sizeof ageNs);
+  std::memcpy(t.data() + 32, &hops, sizeof hops);
   return t;
 }
 
@@ -58,9 +60,11 @@ void NoticeBoard::readArrived() {
       int64_t ageNs = 0;
       std::memcpy(&n.seq, in_[i].data() + 16, sizeof n.seq);
       std::memcpy(&ageNs, in_[i].data() + 24, sizeof ageNs);
-      n.atNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count() - std::max<int64_t>(ageNs, 0);
+      std::memcpy(&n.heard.hops, in_[i].data() + 32, sizeof n.heard.hops);
+      const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+      n.heard.ns = now - std::clamp<int64_t>(ageNs, 0, now);
       Told& kept = progress_[{from, peers_[i]}];
-      if (n.seq > kept.seq || (n.seq == kept.seq && n.atNs > kept.atNs)) kept = n;
+      if (n.seq > kept.seq || (n.seq == kept.seq && n.heard.ns > kept.heard.ns)) kept = n;
     } else {
       arrived_.emplace(from, std::string(text, strnlen(text, kNoticeBytes - sizeof from)));  // keeps the first
     }
@@ -76,12 +80,18 @@ std::optional<std::string> NoticeBoard::heard(uint64_t id) {
   return it->second;
 }
 
-int64_t NoticeBoard::heardProgress(uint64_t id, int from, uint64_t seq) {
+transport::MessageTransport::HeardProgress NoticeBoard::heardProgress(uint64_t id, int from, uint64_t seq) {
+  // No reading here: the caller asks once per peer it waits for, and heard() (CommNet::failure, once per
+  // health check) has just read what arrived.
   std::lock_guard lock(mutex_);
-  readArrived();
   const auto it = progress_.find({id, from});
   // Progress in an earlier call counts too: the sender must finish it before it gets to this one.
-  return it != progress_.end() && it->second.seq <= seq ? it->second.atNs : 0;
+  return it != progress_.end() && it->second.seq <= seq ? it->second.heard : transport::MessageTransport::HeardProgress{};
+}
+
+void NoticeBoard::forget(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  for (auto it = progress_.lower_bound({id, INT_MIN}); it != progress_.end() && it->first.first == id;) it = progress_.erase(it);
 }
 
 }  // namespace conflux::ofi

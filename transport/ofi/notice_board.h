@@ -10,7 +10,8 @@
 // it is for (0: the opener; a split child's members agree on a random one), and the board keeps what
 // arrived by that id for the communicator to find. The same receives carry progress notices
 // (Network::tellProgress): after the id a byte kProgressMark (no failure text starts with it), then the call
-// number and the age of the sender's last progress; the board keeps the latest per communicator and sender.
+// number, the age of the sender's last progress and its hop count; the board keeps the latest per
+// communicator and sender.
 #pragma once
 
 #include <array>
@@ -46,13 +47,16 @@ class NoticeBoard {
   /// receives that completed and posts each again (so a later notice from the same rank waits in the
   /// provider until some communicator asks); any thread that drives the Transport may call it.
   std::optional<std::string> heard(uint64_t id);
-  /// When the Transport's rank `from` last progressed in communicator `id`'s call `seq` or an earlier one,
-  /// by its progress notices (arrival less age, steady clock ns); 0 when none told. Reads as heard() does.
-  int64_t heardProgress(uint64_t id, int from, uint64_t seq);
+  /// What the Transport's rank `from` last told of its progress in communicator `id`'s call `seq` or an
+  /// earlier one (arrival less age, steady clock ns, and hops; ns 0 when none told), as of the last heard().
+  transport::MessageTransport::HeardProgress heardProgress(uint64_t id, int from, uint64_t seq);
+  /// Drops what was kept for communicator `id` (its view goes).
+  void forget(uint64_t id);
   /// The notice for communicator `id` with `text` (cut to fit), as sent.
   static NoticeText compose(uint64_t id, const std::string& text);
-  /// The progress notice for communicator `id`: its call `seq`, last progressed `ageNs` ago.
-  static NoticeText composeProgress(uint64_t id, uint64_t seq, int64_t ageNs);
+  /// The progress notice for communicator `id`: its call `seq`, last progressed `ageNs` ago, learnt
+  /// through `hops` notices.
+  static NoticeText composeProgress(uint64_t id, uint64_t seq, int64_t ageNs, uint32_t hops);
   /// The tag a notice travels with on the Transport (tag space 0).
   static uint64_t wireTag();
 
@@ -69,7 +73,7 @@ class NoticeBoard {
   std::unordered_map<uint64_t, std::string> arrived_;  ///< the first notice per communicator id
   struct Told {
     uint64_t seq = 0;
-    int64_t atNs = 0;
+    transport::MessageTransport::HeardProgress heard;
   };
   std::map<std::pair<uint64_t, int>, Told> progress_;  ///< (communicator id, sender): its latest progress notice
 };

@@ -28,7 +28,9 @@ namespace {
 
 // Address blob exchanged by allGather: magic, version, rails, then per rail a length and a fixed slot.
 constexpr uint32_t kMagic = 0x4f584643;  // "CFXO"
-constexpr uint16_t kVersion = 1;
+// The version of what ranks send each other: 2 since progress notices (notice_board.h) share the failure
+// notices' receives; ranks of builds with different versions would misread each other's notices.
+constexpr uint16_t kVersion = 2;
 constexpr size_t kNameSlot = 256;
 constexpr size_t kHeader = 8;
 
@@ -162,6 +164,13 @@ std::unique_ptr<Transport> Transport::create(const Options& options, const AllGa
       uint16_t peerRails = 0;
       std::memcpy(&magic, blob, 4);
       std::memcpy(&peerRails, blob + 6, 2);
+      uint16_t version = 0;
+      std::memcpy(&version, blob + 4, 2);
+      if (magic == kMagic && version != kVersion) {
+        throw Error(Code::InvalidUsage, "ofi: rank " + std::to_string(p) + " runs a Conflux build that speaks version " +
+                                            std::to_string(version) + " between ranks, this one " +
+                                            std::to_string(kVersion) + ": every rank must run the same build");
+      }
       if (magic != kMagic || peerRails != rails) {
         throw Error(Code::InvalidUsage, "ofi: rank " + std::to_string(p) + " sent a bad address record (" +
                                             std::to_string(peerRails) + " rails, expected " +

@@ -190,6 +190,10 @@ Connections connectAll(const transport::NetOpenArgs& args) {
     Hello hello{};
     if (!readHello(fd.get(), hello, std::min(deadline, Clock::now() + kHelloWait))) continue;
     const int r = hello.rank;
+    if (hello.magic == wire::kOlderHelloMagic) {
+      CFX_WARN(kNet, "tcp: dropped a connection from rank %d, which runs an older Conflux build (every rank must run the same build)", r);
+      continue;
+    }
     if (hello.magic != kHelloMagic || r < 0 || r >= args.rank || local(r) || c.peers[size_t(r)].get() >= 0) {
       CFX_WARN(kNet, "tcp: dropped a connection to %s that is not a peer of this communicator (its hello: magic %#x, rank %d)",
                c.listenAddress.c_str(), hello.magic, r);

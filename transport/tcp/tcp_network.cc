@@ -24,6 +24,7 @@ namespace conflux::tcp {
 namespace {
 
 using transport::Deadline;
+using HeardProgress = transport::MessageTransport::HeardProgress;
 using transport::Request;
 using transport::RequestState;
 
@@ -39,6 +40,7 @@ struct Op : RequestState {
   std::vector<std::byte> owned;  // a send's own copy of its payload, when buf points into it
   size_t sent = 0;           // a send's payload bytes moved (published in movedBytes)
   size_t headerSent = 0;     // a send's header bytes moved
+  int64_t queuedNs = 0;      // a progress notice: when it was queued (its age grows until it leaves)
 };
 
 uint64_t physicalBytes() {
@@ -47,6 +49,7 @@ uint64_t physicalBytes() {
 }
 
 bool isNotice(const Header& h) { return (h.tag & kNoticeBit) != 0; }
+int64_t nowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(transport::Clock::now().time_since_epoch()).count(); }
 bool isProgress(const Header& h) { return (h.tag & kProgressBit) != 0 && !isNotice(h); }
 
 void finish(Op& op, const Status& s) {
@@ -90,7 +93,7 @@ struct Peer {
   std::shared_ptr<Op> told;
   ProgressNotice progressIn{};
   uint64_t heardSeq = 0;
-  int64_t heardNs = 0;
+  HeardProgress heard;
   uint64_t controlWritten = 0, controlRead = 0;
   uint64_t activity = 0;   // the largest linkActivity reported (it never goes back)
 };
@@ -195,30 +198,33 @@ class TcpNetwork final : public transport::Network {
     if (::ioctl(p.fd.get(), SIOCOUTQ, &unacked) != 0 || unacked < 0) unacked = 0;
     const uint64_t acked = p.written - std::min<uint64_t>(p.written, uint64_t(unacked));
     // Progress notices' bytes are not activity; an unacknowledged notice would lower the sum for a moment.
-    const uint64_t now = (p.read - std::min(p.read, p.controlRead)) + (acked - std::min(acked, p.controlWritten));
+    // A header still arriving may be a notice's: its bytes count once it is whole and known to be a message's.
+    const uint64_t partial = p.headerGot < sizeof p.header ? p.headerGot : 0;
+    const uint64_t now = (p.read - std::min(p.read, p.controlRead + partial)) + (acked - std::min(acked, p.controlWritten));
     p.activity = std::max(p.activity, now);
     return p.activity;
   }
 
-  void tellProgress(int peer, uint64_t seq, int64_t ageNs) override {
+  void tellProgress(int peer, uint64_t seq, int64_t ageNs, uint32_t hops) override {
     if (peer < 0 || peer >= nranks_) return;
     Peer& p = peers_[size_t(peer)];
-    if (p.fd.get() < 0 || p.broken || (p.told != nullptr && !p.told->done.load(std::memory_order_acquire))) return;
-    const ProgressNotice n{seq, std::max<int64_t>(ageNs, 0)};
+    if (p.fd.get() < 0 || p.broken || p.announced || (p.told != nullptr && !p.told->done.load(std::memory_order_acquire))) return;
+    const ProgressNotice n{seq, std::max<int64_t>(ageNs, 0), hops, 0};
     auto op = newOp(kProgressBit, nullptr, 0);
     op->owned.assign(reinterpret_cast<const std::byte*>(&n), reinterpret_cast<const std::byte*>(&n) + sizeof n);
     op->buf = op->owned.data();
     op->bytes = op->owned.size();
+    op->queuedNs = nowNs();
     p.told = op;
     p.sends.push_back(op);
     flush(p);
   }
 
-  int64_t heardProgress(int peer, uint64_t seq) override {
-    if (peer < 0 || peer >= nranks_) return 0;
+  HeardProgress heardProgress(int peer, uint64_t seq) override {
+    if (peer < 0 || peer >= nranks_) return {};
     const Peer& p = peers_[size_t(peer)];
     // Progress in an earlier call counts too: the peer must finish it before it gets to this one.
-    return p.heardSeq != 0 && p.heardSeq <= seq ? p.heardNs : 0;
+    return p.heardSeq != 0 && p.heardSeq <= seq ? p.heard : HeardProgress{};
   }
 
   std::string_view name() const override { return "tcp"; }
@@ -324,6 +330,14 @@ class TcpNetwork final : public transport::Network {
     while (!p.sends.empty() && !p.broken) {
       Op& op = *p.sends.front();
       Header h{op.tag, op.bytes};
+      if (isProgress(h) && op.headerSent == 0) {
+        // Queued behind a message, a notice leaves later than it was told: its age counts until now.
+        ProgressNotice n;
+        std::memcpy(&n, op.buf, sizeof n);
+        n.ageNs += nowNs() - op.queuedNs;
+        op.queuedNs = nowNs();
+        std::memcpy(op.buf, &n, sizeof n);
+      }
       iovec iov[2];
       int n = 0;
       if (op.headerSent < sizeof h) iov[n++] = {reinterpret_cast<std::byte*>(&h) + op.headerSent, sizeof h - op.headerSent};
@@ -406,7 +420,12 @@ class TcpNetwork final : public transport::Network {
     if (isProgress(p.header)) {
       p.controlRead += sizeof p.header;
       p.progressIn = ProgressNotice{};
-      return;  // payloadTarget reads it into p.progressIn (other sizes are dropped)
+      if (p.header.bytes != sizeof p.progressIn) {
+        breakPeer(p, Status(Code::RemoteError, "tcp: " + p.name + " sent a progress notice of " + std::to_string(p.header.bytes) +
+                                                   " bytes, not " + std::to_string(sizeof p.progressIn) +
+                                                   " (a corrupt stream, or a rank of another Conflux build)"));
+      }
+      return;  // payloadTarget reads it into p.progressIn
     }
     for (auto it = p.posted.begin(); it != p.posted.end(); ++it) {
       if ((*it)->tag != p.header.tag) continue;
@@ -443,7 +462,7 @@ class TcpNetwork final : public transport::Network {
         return reinterpret_cast<std::byte*>(p.notice.data()) + p.payloadGot;
       }
     } else if (isProgress(p.header)) {
-      if (p.header.bytes == sizeof p.progressIn) return reinterpret_cast<std::byte*>(&p.progressIn) + p.payloadGot;
+      return reinterpret_cast<std::byte*>(&p.progressIn) + p.payloadGot;  // its size was checked
     } else if (p.into != nullptr) {
       return p.into->buf + p.payloadGot;
     } else if (p.stash != nullptr) {
@@ -458,12 +477,11 @@ class TcpNetwork final : public transport::Network {
   void endMessage(Peer& p) {
     if (isProgress(p.header)) {
       p.headerGot = p.payloadGot = 0;
-      if (p.header.bytes != sizeof p.progressIn) return;
-      const int64_t at = std::chrono::duration_cast<std::chrono::nanoseconds>(transport::Clock::now().time_since_epoch()).count() -
-                         p.progressIn.ageNs;
-      if (p.progressIn.seq > p.heardSeq || (p.progressIn.seq == p.heardSeq && at > p.heardNs)) {
+      const int64_t now = nowNs();
+      const int64_t at = now - std::clamp<int64_t>(p.progressIn.ageNs, 0, now);
+      if (p.progressIn.seq > p.heardSeq || (p.progressIn.seq == p.heardSeq && at > p.heard.ns)) {
         p.heardSeq = p.progressIn.seq;
-        p.heardNs = at;
+        p.heard = HeardProgress{at, p.progressIn.hops};
       }
       return;
     }

@@ -17,7 +17,9 @@ struct Hello {
   uint32_t magic;
   int32_t rank;
 };
-constexpr uint32_t kHelloMagic = 0x43465854;  // "CFXT"
+/// "CFX2": 2 since progress notices (kProgressBit); a rank of an older build ("CFXT") is refused by name.
+constexpr uint32_t kHelloMagic = 0x43465832;
+constexpr uint32_t kOlderHelloMagic = 0x43465854;
 
 /// Precedes every message; `bytes` of payload follow.
 struct Header {
@@ -33,8 +35,10 @@ constexpr size_t kMaxNoticeBytes = 1024;
 /// ProgressNotice. Its bytes count as no activity on the connection (linkActivity).
 constexpr uint64_t kProgressBit = uint64_t{1} << 62;
 struct ProgressNotice {
-  uint64_t seq;   ///< the collective call
-  int64_t ageNs;  ///< how long ago the sender last progressed in it
+  uint64_t seq;    ///< the collective call
+  int64_t ageNs;   ///< how long ago the sender last progressed in it
+  uint32_t hops;   ///< through how many notices the sender learnt of that progress
+  uint32_t unused;
 };
 
 }  // namespace conflux::tcp::wire
