@@ -153,9 +153,11 @@ inline std::string describeRun(Algo a, Collective c, const std::string& where, u
          std::to_string(count) + ", seed " + std::to_string(seed);
 }
 
-/// A ring all-reduce of `count` floats (all 1) in place on rank r, as the communicator's first call.
-inline Status ringAllReduce(Cluster& cluster, int r, RankEnv& rank, uint64_t count = 4096) {
-  std::vector<float> data(count, 1.0f);
+/// A ring all-reduce of `data` in place on rank r, as the communicator's first call. The caller keeps
+/// `data`: a test whose ranks fail at different times must keep their buffers until the cluster is gone,
+/// since a late peer's message may still land in them.
+inline Status ringAllReduce(Cluster& cluster, int r, RankEnv& rank, std::vector<float>& data) {
+  const uint64_t count = data.size();
   ExecBuffers bufs;
   bufs.send = reinterpret_cast<const std::byte*>(data.data());
   bufs.recv = reinterpret_cast<std::byte*>(data.data());
@@ -164,6 +166,12 @@ inline Status ringAllReduce(Cluster& cluster, int r, RankEnv& rank, uint64_t cou
   call.seq = 1;
   return execute(buildPlan(Algo::Ring, paramsFor(cluster, Collective::AllReduce, count, r, 0)), bufs, call,
                  rank.env, rank.work);
+}
+
+/// The same over `count` floats (all 1) of its own.
+inline Status ringAllReduce(Cluster& cluster, int r, RankEnv& rank, uint64_t count = 4096) {
+  std::vector<float> data(count, 1.0f);
+  return ringAllReduce(cluster, r, rank, data);
 }
 
 /// Runs `algo`'s plans for `c` on every rank of `cluster` as the communicator's first collective (with

@@ -28,6 +28,28 @@ ClusterShape eachRankAlone(int nranks, Faults faults, int timeoutMs = 20000) {
   return shape;
 }
 
+/// Runs `plan` as call 1 over 16 int32 elements, from `in` into `out`.
+Status executeInt32(const Plan& plan, std::vector<int32_t>& in, std::vector<int32_t>& out, RankEnv& rank) {
+  ExecBuffers bufs;
+  bufs.send = reinterpret_cast<const std::byte*>(in.data());
+  bufs.recv = reinterpret_cast<std::byte*>(out.data());
+  ExecCall call;
+  call.dtype = DataType::Int32;
+  call.count = 16;
+  call.seq = 1;
+  return execute(plan, bufs, call, rank.env, rank.work);
+}
+
+/// Checks `a`'s plans for `c` over 61 elements on `cluster`, and that the run lasted at least `minMs`: a
+/// message slower than the timeout, else a test of slow links proves nothing.
+void checkSlowRun(Cluster& cluster, Algo a, Collective c, const std::string& what, int minMs) {
+  const auto start = std::chrono::steady_clock::now();
+  checkCollective(cluster, a, c, 61, describeRun(a, c, what, 61, 0));
+  if (::testing::Test::HasFatalFailure()) return;
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(ms, minMs) << "a message took longer than the timeout, else this proves nothing";
+}
+
 // The executor's tag layout (transport/transport.h): calls 1..4095 and on wrap around without touching
 // call 0, which belongs to the cost probe and the failure notices; point-to-point tags never meet either.
 TEST(MessageTags, CallZeroStaysFreeForSetUpAndNotices) {
@@ -87,14 +109,7 @@ TEST(ExecutorOverFakeTransport, OperationsRunAheadOfUnfinishedRoundsTheyDoNotDep
       b.recv(1 - r, BufRef::recv(0), 64);
       b.nextRound();
       b.send(1 - r, BufRef::send(0), 64);
-      ExecBuffers bufs;
-      bufs.send = reinterpret_cast<const std::byte*>(in[size_t(r)].data());
-      bufs.recv = reinterpret_cast<std::byte*>(out[size_t(r)].data());
-      ExecCall call;
-      call.dtype = DataType::Int32;
-      call.count = 16;
-      call.seq = 1;
-      return execute(b.finish(), bufs, call, rank.env, rank.work);
+      return executeInt32(b.finish(), in[size_t(r)], out[size_t(r)], rank);
     });
     for (int r = 0; r < 2; ++r) {
       if (window == 1) {
@@ -167,11 +182,8 @@ TEST(ExecutorOverFakeTransport, ASlowLinkWhoseBytesKeepMovingIsNotATimeout) {
   for (auto [a, n] : {std::pair{Algo::Ring, 3}, std::pair{Algo::RecHalvingDoubling, 4}, std::pair{Algo::Pairwise, 3}}) {
     const Collective c = a == Algo::Pairwise ? Collective::AllToAll : Collective::AllReduce;
     Cluster cluster(eachRankAlone(n, slow, kTimeoutMs));
-    const auto start = std::chrono::steady_clock::now();
-    checkCollective(cluster, a, c, 61, describeRun(a, c, std::to_string(n) + " slow nodes", 61, 0));
+    checkSlowRun(cluster, a, c, std::to_string(n) + " slow nodes", 3 * kTimeoutMs);
     if (HasFatalFailure()) return;
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_GE(ms, 3 * kTimeoutMs) << "a message took longer than the timeout, else this proves nothing";
   }
 }
 
@@ -183,8 +195,9 @@ TEST(ExecutorOverFakeTransport, ASlowMessageThatShowsNoBytesMovingTimesOut) {
   Faults slow;
   slow.deliveryMs = 3 * kTimeoutMs;
   slow.countsBytes = false;
+  std::vector<std::vector<float>> data(3, std::vector<float>(64, 1.0f));  // outlives the cluster (ringAllReduce)
   Cluster cluster(eachRankAlone(3, slow, kTimeoutMs));
-  auto status = cluster.run([&](int r, RankEnv& rank) -> Status { return ringAllReduce(cluster, r, rank, 64); });
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status { return ringAllReduce(cluster, r, rank, data[size_t(r)]); });
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(status[size_t(r)].code(), Code::Timeout) << "rank " << r << ": " << status[size_t(r)].message();
     EXPECT_NE(status[size_t(r)].message().find("no progress"), std::string::npos) << status[size_t(r)].message();
@@ -200,11 +213,7 @@ TEST(ExecutorOverFakeTransport, ARankWaitingForAWaitingRankOnAnotherNodeIsToldIt
   slow.deliveryMs = 3 * kTimeoutMs;
   slow.slowRank = 3;
   Cluster cluster(eachRankAlone(4, slow, kTimeoutMs));
-  const auto start = std::chrono::steady_clock::now();
-  checkCollective(cluster, Algo::Ring, Collective::AllReduce, 61, describeRun(Algo::Ring, Collective::AllReduce, "rank 3 slow", 61, 0));
-  if (HasFatalFailure()) return;
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_GE(ms, 3 * kTimeoutMs) << "a message took longer than the timeout, else this proves nothing";
+  checkSlowRun(cluster, Algo::Ring, Collective::AllReduce, "rank 3 slow", 3 * kTimeoutMs);
 }
 
 // The same ring with the notices lost: rank 1 sees nothing move for longer than the timeout and fails,
@@ -215,8 +224,9 @@ TEST(ExecutorOverFakeTransport, WithoutProgressNoticesARankWaitingForAWaitingRan
   slow.deliveryMs = 3 * kTimeoutMs;
   slow.slowRank = 3;
   slow.tellsProgress = false;
+  std::vector<std::vector<float>> data(4, std::vector<float>(64, 1.0f));  // outlives the cluster (ringAllReduce)
   Cluster cluster(eachRankAlone(4, slow, kTimeoutMs));
-  auto status = cluster.run([&](int r, RankEnv& rank) -> Status { return ringAllReduce(cluster, r, rank, 64); });
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status { return ringAllReduce(cluster, r, rank, data[size_t(r)]); });
   EXPECT_EQ(status[1].code(), Code::Timeout) << status[1].message();
   EXPECT_NE(status[1].message().find("no progress"), std::string::npos) << status[1].message();
 }
@@ -238,14 +248,7 @@ TEST(ExecutorOverFakeTransport, RanksWaitingForEachOtherAcrossNodesTimeOutThough
     b.recv(1 - r, BufRef::recv(0), 64);  // each waits for the other's message before sending its own
     b.nextRound();
     b.send(1 - r, BufRef::send(0), 64);
-    ExecBuffers bufs;
-    bufs.send = reinterpret_cast<const std::byte*>(in.data());
-    bufs.recv = reinterpret_cast<std::byte*>(out.data());
-    ExecCall call;
-    call.dtype = DataType::Int32;
-    call.count = 16;
-    call.seq = 1;
-    return execute(b.finish(), bufs, call, rank.env, rank.work);
+    return executeInt32(b.finish(), in, out, rank);
   });
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   for (int r = 0; r < 2; ++r) EXPECT_EQ(status[size_t(r)].code(), Code::Timeout) << "rank " << r << ": " << status[size_t(r)].message();
@@ -260,9 +263,10 @@ TEST(ExecutorOverFakeTransport, ProgressToldThroughTooManyNoticesIsNotTaken) {
   for (uint32_t hops : {transport::MessageTransport::kMaxProgressHops - 1, transport::MessageTransport::kMaxProgressHops}) {
     Faults forged;
     forged.forgedNoticeHops = int(hops);
+    // Outlive the cluster: rank 1's message lands after rank 0 timed out.
+    std::vector<std::vector<int32_t>> in(2, std::vector<int32_t>(16, 7)), out(2, std::vector<int32_t>(16, 0));
     Cluster cluster(eachRankAlone(2, forged, kTimeoutMs));
     auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
-      std::vector<int32_t> in(16, 7), out(16, 0);
       PlanBuilder b("late");
       if (r == 0) {
         b.recv(1, BufRef::recv(0), 64);
@@ -270,14 +274,7 @@ TEST(ExecutorOverFakeTransport, ProgressToldThroughTooManyNoticesIsNotTaken) {
         std::this_thread::sleep_for(std::chrono::milliseconds(4 * kTimeoutMs));
         b.send(0, BufRef::send(0), 64);
       }
-      ExecBuffers bufs;
-      bufs.send = reinterpret_cast<const std::byte*>(in.data());
-      bufs.recv = reinterpret_cast<std::byte*>(out.data());
-      ExecCall call;
-      call.dtype = DataType::Int32;
-      call.count = 16;
-      call.seq = 1;
-      return execute(b.finish(), bufs, call, rank.env, rank.work);
+      return executeInt32(b.finish(), in[size_t(r)], out[size_t(r)], rank);
     });
     if (hops < transport::MessageTransport::kMaxProgressHops) {
       EXPECT_TRUE(status[0].isOk()) << hops << " hops: " << status[0].message();
@@ -295,9 +292,10 @@ TEST(ExecutorOverFakeTransport, AChainBehindAStuckRankTimesOutWithNoticesOn) {
   stuck.deliveryMs = 60000;
   stuck.slowRank = 3;
   stuck.countsBytes = false;
+  std::vector<std::vector<float>> data(4, std::vector<float>(64, 1.0f));  // outlives the cluster: ranks fail at different times
   Cluster cluster(eachRankAlone(4, stuck, kTimeoutMs));
   const auto start = std::chrono::steady_clock::now();
-  auto status = cluster.run([&](int r, RankEnv& rank) -> Status { return ringAllReduce(cluster, r, rank, 64); });
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status { return ringAllReduce(cluster, r, rank, data[size_t(r)]); });
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   for (int r = 0; r < 4; ++r) EXPECT_FALSE(status[size_t(r)].isOk()) << "rank " << r;
   EXPECT_EQ(status[1].code(), Code::Timeout) << status[1].message();
