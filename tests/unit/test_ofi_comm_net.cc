@@ -147,6 +147,9 @@ TEST(OfiNoticeBoard, ProgressNoticesArriveBesideFailures) {
     if (rank == 1) {
       net.tellProgress(0, 5, 2'000'000'000, 3);  // call 5, progressed 2 s ago, learnt through 3 notices
       while (!heardFirst.load() && Clock::now() < until) t.progress();  // progress is manual: it leaves meanwhile
+      // Its completion may come a moment after rank 0 read it, and a notice is dropped while the one before
+      // is under way: progress a little longer.
+      for (const auto settle = Clock::now() + std::chrono::milliseconds(100); Clock::now() < settle;) t.progress();
       net.tellProgress(0, 5, 0, 0);              // progressed just now, itself
       const NoticeBoard::NoticeText text = NoticeBoard::compose(0, "rank 1 reported: broken");
       Request failure = t.isend(0, NoticeBoard::wireTag(), text.data(), NoticeBoard::kNoticeBytes);
