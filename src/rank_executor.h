@@ -188,10 +188,9 @@ class RankExecutor {
   // True when an unfinished operation needs global rank g (its peer, or a barrier it has not reached
   // yet).
   bool waitsFor(int g) const;
-  /// The latest progress in this call published by the members of this node that an unfinished operation
-  /// waits for (a stream's peer, a barrier's laggards); the epoch when none.
-  /// The latest progress of the ranks this rank waits for: members of its node (as published in the
-  /// same call) and ranks on other nodes (as they told it, with the hops the time came through, plus one).
+  /// The latest progress of the ranks an unfinished operation waits for: members of this node (a stream's
+  /// peer, a barrier's laggards, as published in the same call) and ranks on other nodes (as they told
+  /// it, with the hops the time came through, plus one); the epoch when none.
   struct WaitedProgress {
     Clock::time_point local{};
     Clock::time_point remote{};

@@ -12,6 +12,7 @@
 // Tags are 24 bits (kMaxTag); the executor's two layouts are below.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -137,6 +138,34 @@ class MessageTransport {
   /// Network::announceFailure), which no posted request may ever report; ok otherwise. A caller whose
   /// requests make no progress looks here; once not ok it stays so. Default: nothing learnt.
   virtual Status failure() { return Status::ok(); }
+};
+
+/// What a transport keeps of one peer's progress notices (MessageTransport::tellProgress): a notice of a
+/// later call, or of a later time in the same call, replaces what it kept; it answers for that call and
+/// later ones (the peer must finish a call before it gets to the next).
+class ToldProgress {
+ public:
+  /// A notice of call `seq`, read at `readNs` (steady clock), saying the peer progressed `ageNs` ago
+  /// through `hops` notices. The age is clamped to [0, readNs].
+  void keep(uint64_t seq, int64_t ageNs, uint32_t hops, int64_t readNs) {
+    const int64_t at = readNs - std::clamp<int64_t>(ageNs, 0, readNs);
+    if (seq > seq_ || (seq == seq_ && at > heard_.ns)) {
+      seq_ = seq;
+      heard_ = MessageTransport::HeardProgress{at, hops};
+    }
+  }
+  /// What it kept, for call `seq` (none when it kept nothing, or only of a later call).
+  MessageTransport::HeardProgress forCall(uint64_t seq) const {
+    return seq_ != 0 && seq_ <= seq ? heard_ : MessageTransport::HeardProgress{};
+  }
+  /// The steady clock now, in ns (what `readNs` is on).
+  static int64_t nowNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  }
+
+ private:
+  uint64_t seq_ = 0;
+  MessageTransport::HeardProgress heard_;
 };
 
 /// Waits until every request is done, progressing `net` (spinning for the first 50 us, then polling);

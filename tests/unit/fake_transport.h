@@ -204,24 +204,21 @@ class FakeFabric {
   void tell(int self, int peer, uint64_t seq, int64_t ageNs, uint32_t hops) {
     if (!faults_.tellsProgress || peer < 0 || peer >= nranks_) return;
     std::lock_guard lock(mutex_);
-    const int64_t readAt = nowNs() + int64_t(faults_.noticeDelayMs) * 1000000;
-    notices_[{peer, self}].push_back(Notice{readAt, seq, {readAt - std::max<int64_t>(ageNs, 0), hops}});
+    const int64_t readAt = transport::ToldProgress::nowNs() + int64_t(faults_.noticeDelayMs) * 1000000;
+    notices_[{peer, self}].push_back(Notice{readAt, seq, ageNs, hops});
   }
   transport::MessageTransport::HeardProgress heard(int self, int peer, uint64_t seq) {
-    if (faults_.forgedNoticeHops >= 0) return {nowNs(), uint32_t(faults_.forgedNoticeHops)};
+    const int64_t now = transport::ToldProgress::nowNs();
+    if (faults_.forgedNoticeHops >= 0) return {now, uint32_t(faults_.forgedNoticeHops)};
     std::lock_guard lock(mutex_);
-    const int64_t now = nowNs();
-    Heard& h = heard_[{self, peer}];
+    transport::ToldProgress& h = heard_[{self, peer}];
     auto& queue = notices_[{self, peer}];
     while (!queue.empty() && queue.front().readAt <= now) {
       const Notice& n = queue.front();
-      if (n.seq > h.seq || (n.seq == h.seq && n.progress.ns > h.progress.ns)) h = Heard{n.seq, n.progress};
+      h.keep(n.seq, n.ageNs, n.hops, n.readAt);
       queue.pop_front();
     }
-    return h.seq != 0 && h.seq <= seq ? h.progress : transport::MessageTransport::HeardProgress{};
-  }
-  static int64_t nowNs() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(transport::Clock::now().time_since_epoch()).count();
+    return h.forCall(seq);
   }
 
   const int nranks_;
@@ -229,14 +226,11 @@ class FakeFabric {
   struct Notice {
     int64_t readAt;
     uint64_t seq;
-    transport::MessageTransport::HeardProgress progress;
+    int64_t ageNs;
+    uint32_t hops;
   };
-  struct Heard {
-    uint64_t seq = 0;
-    transport::MessageTransport::HeardProgress progress;
-  };
-  std::map<std::pair<int, int>, std::deque<Notice>> notices_;  ///< (to, from): sent, not read yet
-  std::map<std::pair<int, int>, Heard> heard_;                 ///< (to, from): the latest read
+  std::map<std::pair<int, int>, std::deque<Notice>> notices_;           ///< (to, from): sent, not read yet
+  std::map<std::pair<int, int>, transport::ToldProgress> heard_;        ///< (to, from): what was read
   std::mutex mutex_;
   std::condition_variable cv_;
   std::mt19937 rng_;

@@ -1,7 +1,6 @@
 #include "transport/ofi/notice_board.h"
 
 #include <algorithm>
-#include <chrono>
 #include <climits>
 #include <cstring>
 
@@ -56,15 +55,13 @@ void NoticeBoard::readArrived() {
     std::memcpy(&from, in_[i].data(), sizeof from);
     const char* text = in_[i].data() + sizeof from;
     if (*text == kProgressMark) {
-      Told n;
+      uint64_t seq = 0;
       int64_t ageNs = 0;
-      std::memcpy(&n.seq, in_[i].data() + 16, sizeof n.seq);
+      uint32_t hops = 0;
+      std::memcpy(&seq, in_[i].data() + 16, sizeof seq);
       std::memcpy(&ageNs, in_[i].data() + 24, sizeof ageNs);
-      std::memcpy(&n.heard.hops, in_[i].data() + 32, sizeof n.heard.hops);
-      const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-      n.heard.ns = now - std::clamp<int64_t>(ageNs, 0, now);
-      Told& kept = progress_[{from, peers_[i]}];
-      if (n.seq > kept.seq || (n.seq == kept.seq && n.heard.ns > kept.heard.ns)) kept = n;
+      std::memcpy(&hops, in_[i].data() + 32, sizeof hops);
+      progress_[{from, peers_[i]}].keep(seq, ageNs, hops, transport::ToldProgress::nowNs());
     } else {
       arrived_.emplace(from, std::string(text, strnlen(text, kNoticeBytes - sizeof from)));  // keeps the first
     }
@@ -85,8 +82,7 @@ transport::MessageTransport::HeardProgress NoticeBoard::heardProgress(uint64_t i
   // health check) has just read what arrived.
   std::lock_guard lock(mutex_);
   const auto it = progress_.find({id, from});
-  // Progress in an earlier call counts too: the sender must finish it before it gets to this one.
-  return it != progress_.end() && it->second.seq <= seq ? it->second.heard : transport::MessageTransport::HeardProgress{};
+  return it != progress_.end() ? it->second.forCall(seq) : transport::MessageTransport::HeardProgress{};
 }
 
 void NoticeBoard::forget(uint64_t id) {

@@ -71,11 +71,7 @@ class NoticeBoard {
   std::vector<NoticeText> in_;
   std::vector<Request> received_;
   std::unordered_map<uint64_t, std::string> arrived_;  ///< the first notice per communicator id
-  struct Told {
-    uint64_t seq = 0;
-    transport::MessageTransport::HeardProgress heard;
-  };
-  std::map<std::pair<uint64_t, int>, Told> progress_;  ///< (communicator id, sender): its latest progress notice
+  std::map<std::pair<uint64_t, int>, transport::ToldProgress> progress_;  ///< by (communicator id, sender)
 };
 
 }  // namespace conflux::ofi

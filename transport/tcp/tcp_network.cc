@@ -49,7 +49,6 @@ uint64_t physicalBytes() {
 }
 
 bool isNotice(const Header& h) { return (h.tag & kNoticeBit) != 0; }
-int64_t nowNs() { return std::chrono::duration_cast<std::chrono::nanoseconds>(transport::Clock::now().time_since_epoch()).count(); }
 bool isProgress(const Header& h) { return (h.tag & kProgressBit) != 0 && !isNotice(h); }
 
 void finish(Op& op, const Status& s) {
@@ -92,8 +91,7 @@ struct Peer {
   // other's timers running with notices alone).
   std::shared_ptr<Op> told;
   ProgressNotice progressIn{};
-  uint64_t heardSeq = 0;
-  HeardProgress heard;
+  transport::ToldProgress heard;
   uint64_t controlWritten = 0, controlRead = 0;
   uint64_t activity = 0;   // the largest linkActivity reported (it never goes back)
 };
@@ -214,7 +212,7 @@ class TcpNetwork final : public transport::Network {
     op->owned.assign(reinterpret_cast<const std::byte*>(&n), reinterpret_cast<const std::byte*>(&n) + sizeof n);
     op->buf = op->owned.data();
     op->bytes = op->owned.size();
-    op->queuedNs = nowNs();
+    op->queuedNs = transport::ToldProgress::nowNs();
     p.told = op;
     p.sends.push_back(op);
     flush(p);
@@ -224,7 +222,7 @@ class TcpNetwork final : public transport::Network {
     if (peer < 0 || peer >= nranks_) return {};
     const Peer& p = peers_[size_t(peer)];
     // Progress in an earlier call counts too: the peer must finish it before it gets to this one.
-    return p.heardSeq != 0 && p.heardSeq <= seq ? p.heard : HeardProgress{};
+    return p.heard.forCall(seq);
   }
 
   std::string_view name() const override { return "tcp"; }
@@ -334,8 +332,9 @@ class TcpNetwork final : public transport::Network {
         // Queued behind a message, a notice leaves later than it was told: its age counts until now.
         ProgressNotice n;
         std::memcpy(&n, op.buf, sizeof n);
-        n.ageNs += nowNs() - op.queuedNs;
-        op.queuedNs = nowNs();
+        const int64_t now = transport::ToldProgress::nowNs();
+        n.ageNs += now - op.queuedNs;
+        op.queuedNs = now;
         std::memcpy(op.buf, &n, sizeof n);
       }
       iovec iov[2];
@@ -477,12 +476,7 @@ class TcpNetwork final : public transport::Network {
   void endMessage(Peer& p) {
     if (isProgress(p.header)) {
       p.headerGot = p.payloadGot = 0;
-      const int64_t now = nowNs();
-      const int64_t at = now - std::clamp<int64_t>(p.progressIn.ageNs, 0, now);
-      if (p.progressIn.seq > p.heardSeq || (p.progressIn.seq == p.heardSeq && at > p.heard.ns)) {
-        p.heardSeq = p.progressIn.seq;
-        p.heard = HeardProgress{at, p.progressIn.hops};
-      }
+      p.heard.keep(p.progressIn.seq, p.progressIn.ageNs, p.progressIn.hops, transport::ToldProgress::nowNs());
       return;
     }
     if (isNotice(p.header)) {
