@@ -89,17 +89,17 @@ Status RankExecutor::checkHealth() {
   // that wait for each other in a cycle still time out; progress in another call (a member busy with
   // other work while this call waits for it) is not taken over. A notice is read a little after it was
   // sent, so a time that crossed nodes looks newer by that delay at every hop: it is passed on through at
-  // most kMaxProgressHops notices (a node-mate's published time counts as one hop short of that, its own
-  // count not being known), so a cycle of waits through other nodes still times out, at most that many
-  // delays late. Point-to-point batches (no call number) neither publish nor take over.
+  // most kMaxProgressHops notices, so a cycle of waits through other nodes still times out, at most that
+  // many delays late. A node-mate's published time keeps the count it came with: it is the time itself on
+  // the node's one clock, read with no such delay. Point-to-point batches (no call number) neither publish nor take over.
   if (call_.seq != 0) {
     const WaitedProgress w = waitedProgress();
-    takeProgress(w.local, transport::MessageTransport::kMaxProgressHops - 1);
+    takeProgress(w.local, w.localHops);
     takeProgress(w.remote, w.remoteHops);
     if (passable_ > publishedProgress_) {
       publishedProgress_ = passable_;
       local_->publishProgress(std::chrono::duration_cast<std::chrono::nanoseconds>(passable_.time_since_epoch()).count(),
-                              call_.seq);
+                              call_.seq, passableHops_);
     }
     if (env_.net != nullptr) tellOtherNodes(now);
   }
@@ -148,17 +148,19 @@ bool RankExecutor::waitsFor(int g) const {
 }
 
 RankExecutor::WaitedProgress RankExecutor::waitedProgress() const {
-  int64_t latest = 0;
+  transport::LocalGroup::PeerProgress local;
   transport::MessageTransport::HeardProgress remote;
+  auto takeLocal = [&](int l) {
+    const auto p = local_->peerProgress(l, call_.seq);
+    if (p.hops < transport::MessageTransport::kMaxProgressHops && p.ns > local.ns) local = p;
+  };
   anyWaiting([&](uint32_t, const Op& op, const OpState& st) {
     if (op.kind == OpKind::Barrier) {
       for (int l = 0; l < local_->localSize(); ++l) {
-        if (l != local_->localRank() && !local_->barrierReachedBy(l, st.generation)) {
-          latest = std::max(latest, local_->peerProgress(l, call_.seq));
-        }
+        if (l != local_->localRank() && !local_->barrierReachedBy(l, st.generation)) takeLocal(l);
       }
     } else if (op.peer != env_.rank && !isRemote(op.peer)) {
-      latest = std::max(latest, local_->peerProgress(env_.localIndex[op.peer], call_.seq));
+      takeLocal(env_.localIndex[op.peer]);
     } else if (op.peer >= 0 && op.peer != env_.rank && env_.net != nullptr) {
       // Told across nodes (tellOtherNodes); a notice that claims too many hops is not taken.
       const auto heard = env_.net->heardProgress(op.peer, call_.seq);
@@ -167,7 +169,7 @@ RankExecutor::WaitedProgress RankExecutor::waitedProgress() const {
     return false;
   });
   auto at = [](int64_t ns) { return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns))); };
-  return WaitedProgress{at(latest), at(remote.ns), remote.hops + 1};
+  return WaitedProgress{at(local.ns), local.hops, at(remote.ns), remote.hops + 1};
 }
 
 int RankExecutor::stuckPeer() const {

@@ -189,10 +189,12 @@ class RankExecutor {
   // yet).
   bool waitsFor(int g) const;
   /// The latest progress of the ranks an unfinished operation waits for: members of this node (a stream's
-  /// peer, a barrier's laggards, as published in the same call) and ranks on other nodes (as they told
-  /// it, with the hops the time came through, plus one); the epoch when none.
+  /// peer, a barrier's laggards, as published in the same call, with the hops the time came through) and
+  /// ranks on other nodes (as they told it, with the hops the time came through, plus one); the epoch
+  /// when none.
   struct WaitedProgress {
     Clock::time_point local{};
+    uint32_t localHops = 0;
     Clock::time_point remote{};
     uint32_t remoteHops = 0;
   };

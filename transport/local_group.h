@@ -121,11 +121,18 @@ class LocalGroup {
   /// This member's latest progress (a steady-clock time in ns) in collective call `call`: its own, or one
   /// it took over from a member it waits for. Members waiting for this one in the same call count a later
   /// time as progress of their own, so that a chain of ranks behind one whose message crosses a slow link
-  /// does not time out while bytes move. The published time only grows.
-  virtual void publishProgress(int64_t steadyNs, uint64_t call) = 0;
-  /// The latest progress member `localPeer` published in collective call `call`; 0 when none, or when its
-  /// latest is from another call (progress elsewhere says nothing of this call).
-  virtual int64_t peerProgress(int localPeer, uint64_t call) const = 0;
+  /// does not time out while bytes move. The published time only grows. `hops`: the progress notices from
+  /// other nodes the time came through (MessageTransport::tellProgress); passing through this group adds
+  /// none, its members sharing one clock.
+  virtual void publishProgress(int64_t steadyNs, uint64_t call, uint32_t hops) = 0;
+  /// A member's published progress: a steady-clock time in ns (0: none) and its hop count.
+  struct PeerProgress {
+    int64_t ns = 0;
+    uint32_t hops = 0;
+  };
+  /// The latest progress member `localPeer` published in collective call `call`; none when its latest is
+  /// from another call (progress elsewhere says nothing of this call).
+  virtual PeerProgress peerProgress(int localPeer, uint64_t call) const = 0;
   /// This member completed collective call `seq` (the communicator's call number; only grows).
   virtual void publishCompleted(uint64_t seq) = 0;
   /// The last collective call member `localPeer` completed (0: none). A member that exited before

@@ -80,8 +80,8 @@ class FakeNode {
     std::atomic<uint32_t> bell{0};
     std::optional<transport::SharedError> error;
     std::map<uint64_t, transport::CallDescriptor> calls;  ///< the last few published, by seq
-    uint64_t progressCall = 0;  ///< publishProgress: the call, and the latest time (ns) published
-    int64_t progressNs = 0;
+    uint64_t progressCall = 0;  ///< publishProgress: the call, and the latest time (ns) published with its hops
+    transport::LocalGroup::PeerProgress progress;
   };
 
   void ring(int m) {
@@ -174,18 +174,16 @@ class FakeNode::Group final : public transport::LocalGroup {
     return m.error;
   }
 
-  void publishProgress(int64_t steadyNs, uint64_t call) override {
+  void publishProgress(int64_t steadyNs, uint64_t call, uint32_t hops) override {
     Member& m = node_.members_[size_t(me_)];
     std::lock_guard lock(m.mutex);
-    if (m.progressCall != call || steadyNs > m.progressNs) {
-      m.progressCall = call;
-      m.progressNs = std::max(m.progressNs, steadyNs);
-    }
+    m.progressCall = call;
+    if (steadyNs > m.progress.ns) m.progress = PeerProgress{steadyNs, hops};
   }
-  int64_t peerProgress(int p, uint64_t call) const override {
+  PeerProgress peerProgress(int p, uint64_t call) const override {
     Member& m = node_.members_[checkMember(p)];
     std::lock_guard lock(m.mutex);
-    return m.progressCall == call ? m.progressNs : 0;
+    return m.progressCall == call ? m.progress : PeerProgress{};
   }
   void publishCompleted(uint64_t seq) override {
     std::atomic<uint64_t>& w = node_.members_[size_t(me_)].completedCall;

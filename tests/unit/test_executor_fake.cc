@@ -284,6 +284,37 @@ TEST(ExecutorOverFakeTransport, ProgressToldThroughTooManyNoticesIsNotTaken) {
   }
 }
 
+// A chain of waits that crosses nodes through shared memory as well as through notices: rank 1 waits
+// for its node-mate rank 0, which waits for rank 2 on another node, which waits for its node-mate rank 3,
+// which receives rank 4's message over a slow link (three timeouts, its bytes moving). Rank 3's progress
+// reaches rank 2 through shared memory, rank 0 through a notice and rank 1 through shared memory again:
+// nobody times out. (With shared memory counted as most of the hop bound, rank 0 could take the time
+// for itself but pass it on no further, and rank 1 timed out.)
+TEST(ExecutorOverFakeTransport, ProgressCrossesNodesAndSharedMemoryAlongOneChain) {
+  constexpr int kTimeoutMs = 150;
+  ClusterShape shape;
+  shape.nodeOf = {0, 0, 1, 1, 2};
+  shape.net.deliveryMs = 3 * kTimeoutMs;
+  shape.net.slowRank = 4;
+  shape.timeoutMs = kTimeoutMs;
+  std::vector<std::vector<int32_t>> in(5, std::vector<int32_t>(16, 9)), out(5, std::vector<int32_t>(16, 0));
+  Cluster cluster(shape);
+  const int waitsFor[5] = {2, 0, 3, 4, -1};
+  const int sendsTo[5] = {1, -1, 0, 2, 3};
+  const auto start = std::chrono::steady_clock::now();
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
+    PlanBuilder b("chain");
+    if (waitsFor[r] >= 0) b.recv(waitsFor[r], BufRef::recv(0), 64);
+    b.nextRound();
+    if (sendsTo[r] >= 0) b.send(sendsTo[r], waitsFor[r] >= 0 ? BufRef::recv(0) : BufRef::send(0), 64);
+    return executeInt32(b.finish(), in[size_t(r)], out[size_t(r)], rank);
+  });
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  for (int r = 0; r < 5; ++r) EXPECT_TRUE(status[size_t(r)].isOk()) << "rank " << r << ": " << status[size_t(r)].message();
+  EXPECT_EQ(out[1], in[4]) << "rank 4's data did not reach the end of the chain";
+  EXPECT_GE(ms, 3 * kTimeoutMs) << "the slow message took longer than the timeout, else this proves nothing";
+}
+
 // A chain behind a rank that is truly stuck (its messages never move, and show no bytes moving), with
 // notices on: the ranks that wait for it, and those that wait for them, all time out.
 TEST(ExecutorOverFakeTransport, AChainBehindAStuckRankTimesOutWithNoticesOn) {

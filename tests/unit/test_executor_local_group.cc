@@ -355,7 +355,7 @@ TEST(ExecutorOverFakeLocalGroup, ProgressIsTakenOverOnlyFromTheSameCall) {
       if (r == 1) {
         while (secondsSince(start) < 1.2) {
           const auto now = std::chrono::steady_clock::now().time_since_epoch();
-          rank.group->publishProgress(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), publishedCall);
+          rank.group->publishProgress(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(), publishedCall, 0);
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
         return Status::ok();

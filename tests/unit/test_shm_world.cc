@@ -238,3 +238,56 @@ TEST(ShmCall, PeerCallValidatesSequence) {
     SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g); }));
   });
 }
+
+// A member's published progress keeps the hop count it was published with (LocalGroup::publishProgress):
+// read back as published, only a later time replaces it, and a reader asking for another call sees none.
+// Then rank 0 publishes ever later times whose count is a function of the time while rank 1 reads: a
+// reader must never see a time with another time's count.
+TEST(ShmProgress, PublishedTimeKeepsItsHopCount) {
+  TempDir dir;
+  const std::string tag = makeTag();
+  Ranks ranks(2);
+  auto hopsOf = [](int64_t ns) { return uint32_t(ns % 8); };
+  ranks.run([&](int rank) {
+    auto w = ShmWorld::create(smallConfig(dir.path, tag, rank, 2), ranks.exchange(rank));
+    if (rank == 0) {
+      w->publishProgress(5000, 3, 6);
+      w->publishProgress(4000, 3, 1);  // earlier: ignored
+    }
+    uint64_t g = w->barrierArrive();
+    SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g); }));
+    if (rank == 1) {
+      const auto p = w->peerProgress(0, 3);
+      SHM_CHECK(p.ns == 5000 && p.hops == 6);
+      SHM_CHECK(w->peerProgress(0, 4).ns == 0);  // another call
+    }
+    g = w->barrierArrive();
+    SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g); }));
+    if (rank == 0) w->publishProgress(6000, 3, 0);
+    g = w->barrierArrive();
+    SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g); }));
+    if (rank == 1) {
+      const auto p = w->peerProgress(0, 3);
+      SHM_CHECK(p.ns == 6000 && p.hops == 0);
+    }
+    g = w->barrierArrive();
+    SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g); }));
+    auto& stop = ranks.area().words[2];
+    if (rank == 0) {
+      for (int64_t ns = 7000; stop.load(std::memory_order_relaxed) == 0; ++ns) w->publishProgress(ns, 3, hopsOf(ns));
+    } else {
+      uint64_t seen = 0;
+      int64_t last = 0;
+      for (int i = 0; i < 200000; ++i) {
+        const auto p = w->peerProgress(0, 3);
+        SHM_CHECK(p.ns >= last && p.hops == hopsOf(p.ns));
+        seen += p.ns != last ? 1 : 0;
+        last = p.ns;
+      }
+      stop.store(1);
+      std::printf("[ShmProgress] %llu distinct times read while the peer published\n", static_cast<unsigned long long>(seen));
+    }
+    g = w->barrierArrive();
+    SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g); }));
+  });
+}

@@ -26,7 +26,7 @@ inline constexpr size_t kPageBytes = 4096;
 inline constexpr size_t kSeparation = 128;
 /// "CFXSHM01" little-endian: identifies a Conflux segment of this layout family.
 inline constexpr uint64_t kSegmentMagic = 0x31304d4853584643ull;
-inline constexpr uint32_t kLayoutVersion = 4;  // 3: eager slots of four pages; 4: DirectSlot::sendAddress, sendBytes, coll, singleCopy
+inline constexpr uint32_t kLayoutVersion = 5;  // 3: eager slots of four pages; 4: DirectSlot::sendAddress, sendBytes, coll, singleCopy; 5: ProgressWord::stamp
 /// Call descriptors kept per rank (indexed by seq % kCallSlots).
 inline constexpr uint64_t kCallSlots = 16;
 /// Longest error message kept in a slot (characters, without the terminating NUL).
@@ -70,12 +70,16 @@ struct alignas(kSeparation) BarrierWord {
   std::atomic<uint64_t> arrived;
 };
 
-/// The owner's latest progress, a steady-clock time in ns, and the collective call it was made in
-/// (LocalGroup::publishProgress: the call is stored before the time, a reader checks it before and after),
-/// and the last collective call it completed (LocalGroup::publishCompleted). Only the owner stores them.
+/// The owner's latest progress and the collective call it was made in (LocalGroup::publishProgress: the
+/// call is stored before the stamp, a reader checks it before and after), and the last collective call it
+/// completed (LocalGroup::publishCompleted). Only the owner stores them. The stamp packs the progress
+/// notices the time came through (top kProgressHopBits bits) with the steady-clock time in ns, so that a
+/// reader never sees one without the other.
 struct alignas(kSeparation) ProgressWord {
+  static constexpr int kProgressHopBits = 4;
+  static constexpr int kProgressTimeBits = 64 - kProgressHopBits;
   std::atomic<uint64_t> call;
-  std::atomic<int64_t> ns;
+  std::atomic<uint64_t> stamp;
   std::atomic<uint64_t> completedCall;
 };
 

@@ -263,20 +263,27 @@ class ShmWorldImpl final : public ShmWorld {
                        std::string(slot.message, strnlen(slot.message, sizeof slot.message))};
   }
 
-  void publishProgress(int64_t steadyNs, uint64_t call) override {
+  void publishProgress(int64_t steadyNs, uint64_t call, uint32_t hops) override {
     ProgressWord& w = control(me()).progress;
     if (w.call.load(std::memory_order_relaxed) != call) {
       w.call.store(call, std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_release);  // a reader that sees the new time sees the call
+      std::atomic_thread_fence(std::memory_order_release);  // a reader that sees the new stamp sees the call
     }
-    if (steadyNs > w.ns.load(std::memory_order_relaxed)) w.ns.store(steadyNs, std::memory_order_release);
+    constexpr uint64_t kTimeMask = (uint64_t(1) << ProgressWord::kProgressTimeBits) - 1;
+    constexpr uint32_t kHopMax = (1u << ProgressWord::kProgressHopBits) - 1;
+    const uint64_t ns = std::min(uint64_t(std::max<int64_t>(steadyNs, 0)), kTimeMask);
+    if (ns > (w.stamp.load(std::memory_order_relaxed) & kTimeMask)) {
+      w.stamp.store(uint64_t(std::min(hops, kHopMax)) << ProgressWord::kProgressTimeBits | ns, std::memory_order_release);
+    }
   }
-  int64_t peerProgress(int localPeer, uint64_t call) const override {
+  PeerProgress peerProgress(int localPeer, uint64_t call) const override {
     const ProgressWord& w = control(checkRank(localPeer)).progress;
-    if (w.call.load(std::memory_order_acquire) != call) return 0;
-    const int64_t ns = w.ns.load(std::memory_order_acquire);
-    // A time read after the call moved on may be the next call's: then it is not this call's progress.
-    return w.call.load(std::memory_order_relaxed) == call ? ns : 0;
+    if (w.call.load(std::memory_order_acquire) != call) return {};
+    const uint64_t stamp = w.stamp.load(std::memory_order_acquire);
+    // A stamp read after the call moved on may be the next call's: then it is not this call's progress.
+    if (w.call.load(std::memory_order_relaxed) != call) return {};
+    constexpr uint64_t kTimeMask = (uint64_t(1) << ProgressWord::kProgressTimeBits) - 1;
+    return PeerProgress{int64_t(stamp & kTimeMask), uint32_t(stamp >> ProgressWord::kProgressTimeBits)};
   }
   void publishCompleted(uint64_t seq) override {
     std::atomic<uint64_t>& w = control(me()).progress.completedCall;
