@@ -17,6 +17,8 @@
 // call-descriptor check against its executor), not left hanging.
 #include "src/eager.h"
 
+#include <sched.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -87,6 +89,7 @@ class EagerRun {
     s.op = static_cast<uint8_t>(call_.op);
     s.root = call_.root;
     s.callSeq = call_.callSeq;
+    s.cpu.store(myCpu_, std::memory_order_relaxed);
     if (uint64_t b = ownInputBytes(); b > 0) {
       if (scaled()) {
         const void* in = call_.send;
@@ -129,6 +132,15 @@ class EagerRun {
       if (progressed) {
         backoff.progressed();
         progressTimed_ = false;
+        remotePolls_ = 0;
+        continue;
+      }
+      // Oversubscribed, and every late peer last ran on another CPU: polling on costs this CPU nothing
+      // any of them needs, where a yield costs a context switch (and the core-mate it switches to has
+      // published already, so it yields back).
+      if (remotePolls_ < env_.remoteSpinCount && myCpu_ != 0 && onlyOtherCpusLate()) {
+        ++remotePolls_;
+        cpuRelax();
         continue;
       }
       if (backoff.pause()) continue;
@@ -144,6 +156,23 @@ class EagerRun {
       world_->sleepUnless([&] { return ready(waitFor) || world_->error().has_value(); }, kMaxSleepMs);
       backoff.woke();
     }
+  }
+
+  // Every peer not yet published ran on another CPU than this rank when it last published.
+  bool onlyOtherCpusLate() const {
+    for (int l = next_; l < size_; ++l) {
+      if (l == me_ || ready(l)) continue;
+      const uint8_t c = slot(l).cpu.load(std::memory_order_relaxed);
+      if (c == 0 || c == myCpu_) return false;
+    }
+    return true;
+  }
+  // This rank's CPU as a slot's hint; read only where it is used (oversubscribed), though sched_getcpu is
+  // cheap (glibc reads it from the rseq area).
+  static uint8_t cpuHint(const ExecEnv& env) {
+    if (env.remoteSpinCount == 0) return 0;
+    const int c = sched_getcpu();
+    return c < 0 ? 0 : static_cast<uint8_t>(1 + c % 255);
   }
 
   std::string where() const {
@@ -247,6 +276,8 @@ class EagerRun {
   std::vector<const void*>& srcs_;
   void* const* slots_;  // this call's parity's slot of each member
   int next_ = 0;
+  const uint8_t myCpu_ = cpuHint(env_);
+  int remotePolls_ = 0;
   bool progressTimed_ = false;  // lastProgress_ holds a time since the last progress
   Clock::time_point lastProgress_{};
   Clock::time_point lastLiveness_{};

@@ -108,6 +108,9 @@ struct ExecEnv {
   int64_t spinNs = 0;             ///< After spinCount polls, polling goes on this long (CONFLUX_SPIN_US).
   bool streamStaging = false;     ///< Copies into staging use non-temporal stores (CONFLUX_SHM_STREAM_STAGING).
   int yieldCount = 0;             ///< sched_yield() calls before sleeping (oversubscribed nodes).
+  /// Oversubscribed nodes: polls an eager call makes before yielding while every rank it waits for last
+  /// ran on another CPU (CONFLUX_OVERSUBSCRIBED_REMOTE_SPIN_COUNT; 0 where not oversubscribed).
+  int remoteSpinCount = 0;
   bool checkArgs = true;
   /// Rounds of a plan open at once (CONFLUX_EXEC_WINDOW): an operation starts when what it depends on
   /// completed, at most this many rounds after the oldest unfinished one; 1 runs round by round.

@@ -119,7 +119,9 @@ struct alignas(kSeparation) EagerSlot {
   uint8_t coll;
   uint8_t dtype;
   uint8_t op;
-  uint8_t reserved;
+  /// 1 + (the CPU the owner last published from, modulo 255), 0: unknown; a hint, read (relaxed) before
+  /// seq says the slot is published (src/eager.cc).
+  std::atomic<uint8_t> cpu;
   int32_t root;
   uint64_t callSeq;           ///< The communicator's call number (for messages).
   std::byte payload[kEagerSlotBytes - 32];
