@@ -65,9 +65,11 @@ struct CpuFit {
   int64_t quotaMilliCpus = 0; ///< ... and that quota
   /// More ranks than CPUs, some ranks confined to fewer CPUs than they number, or more ranks in one
   /// cgroup than its quota allows: a rank that polls keeps a peer off the CPU, so waiting ranks yield.
-  bool oversubscribed() const {
-    return ranks > cpus || crowdedRanks > 0 || (quotaMilliCpus > 0 && int64_t{ranksInQuota} * 1000 > quotaMilliCpus);
-  }
+  bool oversubscribed() const { return sharesCpus() || quotaBound(); }
+  /// More ranks than CPUs, or some ranks confined to fewer CPUs than they number: ranks take turns on a CPU.
+  bool sharesCpus() const { return ranks > cpus || crowdedRanks > 0; }
+  /// More ranks in one cgroup than its quota allows: every rank's polling spends the quota all share.
+  bool quotaBound() const { return quotaMilliCpus > 0 && int64_t{ranksInQuota} * 1000 > quotaMilliCpus; }
   /// One line for the init log, e.g. "4 ranks on 2 CPUs: oversubscribed, a waiting rank yields".
   std::string describe() const;
 };

@@ -220,9 +220,12 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     env_.spinCount = static_cast<int>(
         std::min<int64_t>(env_.spinCount, config::getInt(config::Var::OVERSUBSCRIBED_SPIN_COUNT)));
     env_.yieldCount = static_cast<int>(config::getInt(config::Var::YIELD_COUNT));
-    // Clamped: no health check runs while a rank polls (100000 polls are a few milliseconds).
-    env_.remoteSpinCount = static_cast<int>(
-        std::clamp<int64_t>(config::getInt(config::Var::OVERSUBSCRIBED_REMOTE_SPIN_COUNT), 0, 100000));
+    // Only where ranks take turns on CPUs: under a cgroup quota polling on another CPU spends the quota
+    // the late peer needs. Clamped: no health check runs while a rank polls (100000 polls are a few ms).
+    if (cpuFit.sharesCpus() && !cpuFit.quotaBound()) {
+      env_.remoteSpinCount = static_cast<int>(
+          std::clamp<int64_t>(config::getInt(config::Var::OVERSUBSCRIBED_REMOTE_SPIN_COUNT), 0, 100000));
+    }
     env_.spinNs = 0;
   }
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);

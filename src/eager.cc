@@ -40,7 +40,8 @@ class EagerRun {
   EagerRun(const EagerCall& call, shm::ShmWorld& world, const ExecEnv& env, ExecWorkspace& work)
       : call_(call), env_(env), world_(&world), me_(env.localIndex[env.rank]), n_(env.nranks),
         size_(world.localSize()), elt_(dataTypeSize(call.dtype)), srcs_(work.srcPtrs),
-        slots_(slotsOf(world, work) + static_cast<size_t>(call.eagerSeq & 1) * static_cast<size_t>(size_)) {}
+        slots_(slotsOf(world, work) + static_cast<size_t>(call.eagerSeq & 1) * static_cast<size_t>(size_)),
+        otherSlots_(work.eagerSlots.data() + static_cast<size_t>((call.eagerSeq + 1) & 1) * static_cast<size_t>(size_)) {}
 
   Status run() {
     if (n_ > 1) {
@@ -66,6 +67,10 @@ class EagerRun {
     return work.eagerSlots.data();
   }
   shm::EagerSlot& slot(int local) const { return *static_cast<shm::EagerSlot*>(slots_[local]); }
+  // The slot of the other parity: a peer's previous eager call.
+  shm::EagerSlot& otherSlot(int local) const {
+    return *static_cast<shm::EagerSlot*>(otherSlots_[local]);
+  }
   uint64_t blockBytes() const { return call_.count * elt_; }
 
   shm::CallDescriptor descriptor() const {
@@ -121,7 +126,9 @@ class EagerRun {
 
   // The clock is read only on the slow path (checkHealth): an 8-byte call that finds its peers within
   // the spin reads it never, where two reads were an eighth of its time. The no-progress time then counts
-  // from the first health check after the last progress, at most one spin later than the progress itself.
+  // from the first health check after the last progress: later than the progress itself by one backoff's
+  // polls and yields (microseconds; oversubscribed, with the most remote polls and yields that each give
+  // away a time slice, milliseconds), which the timeout's margin covers.
   Status waitForPeers() {
     Backoff backoff(env_);
     bool published = false;
@@ -158,11 +165,12 @@ class EagerRun {
     }
   }
 
-  // Every peer not yet published ran on another CPU than this rank when it last published.
+  // Every peer not yet published ran on another CPU than this rank when it last published (the previous
+  // eager call, whose slot has the other parity). A hint: a peer may have moved since.
   bool onlyOtherCpusLate() const {
     for (int l = next_; l < size_; ++l) {
       if (l == me_ || ready(l)) continue;
-      const uint8_t c = slot(l).cpu.load(std::memory_order_relaxed);
+      const uint8_t c = otherSlot(l).cpu.load(std::memory_order_relaxed);
       if (c == 0 || c == myCpu_) return false;
     }
     return true;
@@ -274,7 +282,8 @@ class EagerRun {
   const int size_;  // members of the local group
   const uint64_t elt_;
   std::vector<const void*>& srcs_;
-  void* const* slots_;  // this call's parity's slot of each member
+  void* const* slots_;       // this call's parity's slot of each member
+  void* const* otherSlots_;  // the other parity's (initialised after slots_, whose slotsOf fills both)
   int next_ = 0;
   const uint8_t myCpu_ = cpuHint(env_);
   int remotePolls_ = 0;

@@ -88,7 +88,7 @@ Status RankExecutor::checkHealth() {
   // Only real progress enters the chain (a completed operation, moving bytes, a round begun), so ranks
   // that wait for each other in a cycle still time out; progress in another call (a member busy with
   // other work while this call waits for it) is not taken over. A notice is read a little after it was
-  // sent, so a time that crossed nodes looks newer by that delay at every hop: it is passed on through at
+  // sent, so a time that crossed nodes looks newer by that delay at every notice: it is passed on through at
   // most kMaxProgressHops notices, so a cycle of waits through other nodes still times out, at most that
   // many delays late. A node-mate's published time keeps the count it came with: it is the time itself on
   // the node's one clock, read with no such delay. Point-to-point batches (no call number) neither publish nor take over.

@@ -121,9 +121,9 @@ class LocalGroup {
   /// This member's latest progress (a steady-clock time in ns) in collective call `call`: its own, or one
   /// it took over from a member it waits for. Members waiting for this one in the same call count a later
   /// time as progress of their own, so that a chain of ranks behind one whose message crosses a slow link
-  /// does not time out while bytes move. The published time only grows. `hops`: the progress notices from
-  /// other nodes the time came through (MessageTransport::tellProgress); passing through this group adds
-  /// none, its members sharing one clock.
+  /// does not time out while bytes move. Within a call the published time only grows. `hops`: the
+  /// progress notices from other nodes the time came through (MessageTransport::tellProgress); passing
+  /// through this group adds none, its members sharing one clock.
   virtual void publishProgress(int64_t steadyNs, uint64_t call, uint32_t hops) = 0;
   /// A member's published progress: a steady-clock time in ns (0: none) and its hop count.
   struct PeerProgress {

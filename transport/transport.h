@@ -111,7 +111,7 @@ class MessageTransport {
   /// `hops` notices (0: its own progress or its node's): a best-effort notice to rank `peer`, dropped
   /// while the previous one to it is still under way. The age, not a time, travels (node clocks differ);
   /// each notice is read a little after it was sent, so the progress a chain carries looks newer by that
-  /// delay at every hop, and the hop count bounds how far: the executor passes on nothing that came
+  /// delay at every notice, and the hop count bounds how far: the executor passes on nothing that came
   /// through kMaxProgressHops notices, so ranks that wait for each other in a cycle still time out.
   /// Default: nothing.
   virtual void tellProgress(int peer, uint64_t seq, int64_t ageNs, uint32_t hops) {

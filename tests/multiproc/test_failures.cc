@@ -1,6 +1,7 @@
 // Failure behaviour: a killed or stuck rank becomes an error on every other rank, abort unblocks a
 // waiting call, ranks that disagree on a root fail with a message naming it, nothing is left in /dev/shm.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -96,13 +97,25 @@ TEST_P(FailuresBySize, KilledRankBecomesAnErrorNamingItOnEverySurvivor) {
   for (const auto& f : left) ADD_FAILURE() << "leaked /dev/shm/" << f;
 }
 
-// Where 3 ranks outnumber the CPUs (2 in CI), an eager call's waiting ranks poll a while for a late
-// peer on another CPU before yielding: at the most polls allowed here, the wait still ends in time.
+// Ranks pinned so that they outnumber their CPUs, the stuck rank alone on its own: an eager call's
+// waiting ranks poll a while for a late peer that last ran on another CPU before yielding; at the most
+// polls allowed, the wait still ends in time. (With one CPU allowed, all three share it.)
 TEST_P(FailuresBySize, StuckRankTimesOutOnTheOthers) {
   RunOptions opts;
   opts.env = {{"CONFLUX_TIMEOUT_MS", "1000"}, {"CONFLUX_OVERSUBSCRIBED_REMOTE_SPIN_COUNT", "100000"}};
   const size_t count = GetParam();
-  auto out = runRanks(3, [count](int rank, int nranks, const cfxUniqueId& id) -> int {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  auto out = runRanks(3, [count, &cpus](int rank, int nranks, const cfxUniqueId& id) -> int {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[rank == 1 && cpus.size() > 1 ? 1 : 0], &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) return 4;
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, nranks, id, rank) != cfxSuccess) return 2;
     std::vector<float> buf(count, 1.0f);

@@ -44,6 +44,10 @@ conflux_add_test(test_backoff
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_backoff.cc
   LIBS conflux_runtime
   LABELS unit)
+conflux_add_test(test_eager
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_eager.cc
+  LIBS conflux_runtime
+  LABELS unit)
 conflux_add_test(test_executor_fake
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_executor_fake.cc
   LIBS conflux_runtime

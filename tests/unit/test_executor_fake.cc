@@ -315,6 +315,34 @@ TEST(ExecutorOverFakeTransport, ProgressCrossesNodesAndSharedMemoryAlongOneChain
   EXPECT_GE(ms, 3 * kTimeoutMs) << "the slow message took longer than the timeout, else this proves nothing";
 }
 
+// A cycle of waits through both kinds of link: rank 0 waits for rank 2 on another node, rank 2 for its
+// node-mate rank 3, rank 3 for rank 1 on the first node, rank 1 for its node-mate rank 0. Notices are
+// read 8 ms late, so each crossing makes the time it carries look newer; shared memory adds no hop and
+// no delay. Nobody makes progress, and every rank times out soon after the timeout: no link, shared
+// memory included, passes on a time newer than what it was given. (The hop bound that stops the
+// crossings' delays from adding up without end is checked by ProgressToldThroughTooManyNoticesIsNotTaken.)
+TEST(ExecutorOverFakeTransport, ACycleThroughSharedMemoryAndNoticesTimesOut) {
+  ClusterShape shape;
+  shape.nodeOf = {0, 0, 1, 1};
+  shape.net.noticeDelayMs = 8;
+  shape.timeoutMs = 40;
+  std::vector<std::vector<int32_t>> in(4, std::vector<int32_t>(16, 3)), out(4, std::vector<int32_t>(16, 0));
+  Cluster cluster(shape);
+  const int waitsFor[4] = {2, 0, 3, 1};
+  const int sendsTo[4] = {1, 3, 0, 2};
+  const auto start = std::chrono::steady_clock::now();
+  auto status = cluster.run([&](int r, RankEnv& rank) -> Status {
+    PlanBuilder b("cycle");
+    b.recv(waitsFor[r], BufRef::recv(0), 64);  // each waits before it sends: nobody ever sends
+    b.nextRound();
+    b.send(sendsTo[r], BufRef::send(0), 64);
+    return executeInt32(b.finish(), in[size_t(r)], out[size_t(r)], rank);
+  });
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  for (int r = 0; r < 4; ++r) EXPECT_FALSE(status[size_t(r)].isOk()) << "rank " << r;
+  EXPECT_LT(ms, 3000) << "the cycle outlived its timeout (40 ms) by far";
+}
+
 // A chain behind a rank that is truly stuck (its messages never move, and show no bytes moving), with
 // notices on: the ranks that wait for it, and those that wait for them, all time out.
 TEST(ExecutorOverFakeTransport, AChainBehindAStuckRankTimesOutWithNoticesOn) {

@@ -76,7 +76,7 @@ struct alignas(kSeparation) BarrierWord {
 /// notices the time came through (top kProgressHopBits bits) with the steady-clock time in ns, so that a
 /// reader never sees one without the other.
 struct alignas(kSeparation) ProgressWord {
-  static constexpr int kProgressHopBits = 4;
+  static constexpr int kProgressHopBits = 4;  // counts to 15; the executor passes on fewer than 8
   static constexpr int kProgressTimeBits = 64 - kProgressHopBits;
   std::atomic<uint64_t> call;
   std::atomic<uint64_t> stamp;

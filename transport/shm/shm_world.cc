@@ -13,6 +13,8 @@
 // Any failure unmaps and unlinks through RAII (Segment) before the Error leaves create().
 #include "transport/shm/shm_world.h"
 
+#include "transport/transport.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -263,11 +265,17 @@ class ShmWorldImpl final : public ShmWorld {
                        std::string(slot.message, strnlen(slot.message, sizeof slot.message))};
   }
 
+  // A count the stamp saturates must be one the executor passes on no further.
+  static_assert(transport::MessageTransport::kMaxProgressHops < (1u << ProgressWord::kProgressHopBits));
   void publishProgress(int64_t steadyNs, uint64_t call, uint32_t hops) override {
     ProgressWord& w = control(me()).progress;
     if (w.call.load(std::memory_order_relaxed) != call) {
-      w.call.store(call, std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_release);  // a reader that sees the new stamp sees the call
+      // The old call's stamp goes before the new call is stored (release): a reader that sees the new
+      // call sees no stamp of the old one; and the new call before the new stamp (the fence), so a
+      // reader that sees the new stamp sees the new call.
+      w.stamp.store(0, std::memory_order_relaxed);
+      w.call.store(call, std::memory_order_release);
+      std::atomic_thread_fence(std::memory_order_release);
     }
     constexpr uint64_t kTimeMask = (uint64_t(1) << ProgressWord::kProgressTimeBits) - 1;
     constexpr uint32_t kHopMax = (1u << ProgressWord::kProgressHopBits) - 1;
