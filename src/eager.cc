@@ -42,13 +42,12 @@ class EagerRun {
   EagerRun(const EagerCall& call, shm::ShmWorld& world, const ExecEnv& env, ExecWorkspace& work)
       : call_(call), env_(env), world_(&world), me_(env.localIndex[env.rank]), n_(env.nranks),
         size_(world.localSize()), elt_(dataTypeSize(call.dtype)), srcs_(work.srcPtrs),
-        slots_(slotsOf(world, work) + static_cast<size_t>(call.eagerSeq & 1) * static_cast<size_t>(size_)),
-        otherSlots_(work.eagerSlots.data() + static_cast<size_t>((call.eagerSeq + 1) & 1) * static_cast<size_t>(size_)) {}
+        slots_(slotsOf(world, work)), parity_(static_cast<int>(call.eagerSeq & 1)) {}
 
   Status run() {
+    if (n_ > 1) publish();
+    copyOwnBlock();
     if (n_ > 1) {
-      publish();
-      copyOwnBlock();
       Status s = waitForPeers();
       if (!s) return s;
     }
@@ -69,11 +68,12 @@ class EagerRun {
     }
     return work.eagerSlots.data();
   }
-  shm::EagerSlot& slot(int local) const { return *static_cast<shm::EagerSlot*>(slots_[local]); }
-  // The slot of the other parity: a peer's previous eager call.
-  shm::EagerSlot& otherSlot(int local) const {
-    return *static_cast<shm::EagerSlot*>(otherSlots_[local]);
+  shm::EagerSlot& slotOf(int parity, int local) const {
+    return *static_cast<shm::EagerSlot*>(slots_[static_cast<size_t>(parity * size_ + local)]);
   }
+  shm::EagerSlot& slot(int local) const { return slotOf(parity_, local); }
+  // The slot of the other parity: a peer's previous eager call.
+  shm::EagerSlot& otherSlot(int local) const { return slotOf(1 - parity_, local); }
   uint64_t blockBytes() const { return call_.count * elt_; }
 
   shm::CallDescriptor descriptor() const {
@@ -259,6 +259,7 @@ class EagerRun {
   // The part of the output that is this rank's own input (all-gather's and all-to-all's own block, a
   // broadcast root's vector), copied between publishing and waiting: it needs no peer, so its cache
   // misses (the perf suite's buffers are cold, say) overlap the peers' latency instead of following it.
+  // compute() leaves it out.
   void copyOwnBlock() {
     auto* recv = static_cast<std::byte*>(call_.recv);
     const uint64_t b = blockBytes();
@@ -269,16 +270,15 @@ class EagerRun {
       case Collective::Broadcast:
         if (env_.rank == call_.root) copyUnlessSame(recv, input(env_.rank), b);
         break;
-      default: return;
+      default: break;
     }
-    ownCopied_ = true;
   }
 
   void compute() {
     auto* recv = static_cast<std::byte*>(call_.recv);
     const uint64_t b = blockBytes();
     const auto r = static_cast<uint64_t>(env_.rank);
-    const int skip = ownCopied_ ? env_.rank : -1;  // copied already (copyOwnBlock)
+    const int skip = env_.rank;  // its block: copied already (copyOwnBlock)
     switch (call_.coll) {
       case Collective::AllReduce: reduceInto(recv, 0); break;
       case Collective::Reduce:
@@ -310,12 +310,11 @@ class EagerRun {
   const int size_;  // members of the local group
   const uint64_t elt_;
   std::vector<const void*>& srcs_;
-  void* const* slots_;       // this call's parity's slot of each member
-  void* const* otherSlots_;  // the other parity's (initialised after slots_, whose slotsOf fills both)
+  void* const* slots_;  // every member's slot, parity 0 then 1
+  const int parity_;    // this call's
   int next_ = 0;
   const uint8_t myCpu_ = cpuHint(env_);
   int remotePolls_ = 0;
-  bool ownCopied_ = false;  // copyOwnBlock wrote this rank's own part of the output
   bool progressTimed_ = false;  // lastProgress_ holds a time since the last progress
   Clock::time_point lastProgress_{};
   Clock::time_point lastLiveness_{};

@@ -177,6 +177,7 @@ class FakeNode::Group final : public transport::LocalGroup {
   void publishProgress(int64_t steadyNs, uint64_t call, uint32_t hops) override {
     Member& m = node_.members_[size_t(me_)];
     std::lock_guard lock(m.mutex);
+    if (m.progressCall != call) m.progress = PeerProgress{};  // as in shared memory: none of the old call's
     m.progressCall = call;
     if (steadyNs > m.progress.ns) m.progress = PeerProgress{steadyNs, hops};
   }

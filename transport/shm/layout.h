@@ -78,6 +78,7 @@ struct alignas(kSeparation) BarrierWord {
 struct alignas(kSeparation) ProgressWord {
   static constexpr int kProgressHopBits = 4;  // counts to 15; the executor passes on fewer than 8
   static constexpr int kProgressTimeBits = 64 - kProgressHopBits;
+  static constexpr uint64_t kTimeMask = (uint64_t(1) << kProgressTimeBits) - 1;
   std::atomic<uint64_t> call;
   std::atomic<uint64_t> stamp;
   std::atomic<uint64_t> completedCall;

@@ -277,10 +277,9 @@ class ShmWorldImpl final : public ShmWorld {
       w.call.store(call, std::memory_order_release);
       std::atomic_thread_fence(std::memory_order_release);
     }
-    constexpr uint64_t kTimeMask = (uint64_t(1) << ProgressWord::kProgressTimeBits) - 1;
     constexpr uint32_t kHopMax = (1u << ProgressWord::kProgressHopBits) - 1;
-    const uint64_t ns = std::min(uint64_t(std::max<int64_t>(steadyNs, 0)), kTimeMask);
-    if (ns > (w.stamp.load(std::memory_order_relaxed) & kTimeMask)) {
+    const uint64_t ns = std::min(uint64_t(std::max<int64_t>(steadyNs, 0)), ProgressWord::kTimeMask);
+    if (ns > (w.stamp.load(std::memory_order_relaxed) & ProgressWord::kTimeMask)) {
       w.stamp.store(uint64_t(std::min(hops, kHopMax)) << ProgressWord::kProgressTimeBits | ns, std::memory_order_release);
     }
   }
@@ -290,8 +289,7 @@ class ShmWorldImpl final : public ShmWorld {
     const uint64_t stamp = w.stamp.load(std::memory_order_acquire);
     // A stamp read after the call moved on may be the next call's: then it is not this call's progress.
     if (w.call.load(std::memory_order_relaxed) != call) return {};
-    constexpr uint64_t kTimeMask = (uint64_t(1) << ProgressWord::kProgressTimeBits) - 1;
-    return PeerProgress{int64_t(stamp & kTimeMask), uint32_t(stamp >> ProgressWord::kProgressTimeBits)};
+    return PeerProgress{int64_t(stamp & ProgressWord::kTimeMask), uint32_t(stamp >> ProgressWord::kProgressTimeBits)};
   }
   void publishCompleted(uint64_t seq) override {
     std::atomic<uint64_t>& w = control(me()).progress.completedCall;
