@@ -255,8 +255,11 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     entryBarrier_ = b.finish();
     entryBarrierGraph_ = buildOpGraph(entryBarrier_, rank_, std::nullopt);
   }
-  const int64_t eagerWanted = config::getInt(config::Var::EAGER_BYTES);
-  const uint64_t eagerBytes = std::min<uint64_t>(eagerWanted > 0 ? static_cast<uint64_t>(eagerWanted) : 0, eagerCapacity());
+  uint64_t eagerBytes = autoEagerBytes(localSize_);
+  if (config::getString(config::Var::EAGER_BYTES) != "auto") {
+    const int64_t wanted = config::getInt(config::Var::EAGER_BYTES);
+    eagerBytes = std::min<uint64_t>(wanted > 0 ? static_cast<uint64_t>(wanted) : 0, eagerCapacity());
+  }
   for (int c = 0; c < kNumCollectives; ++c) {
     if (static_cast<Collective>(c) == Collective::SendRecv) continue;
     const std::optional<uint64_t> limit = selector_.eagerLimit(static_cast<Collective>(c), eagerBytes, eagerCapacity());

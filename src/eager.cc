@@ -21,6 +21,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -323,6 +324,13 @@ class EagerRun {
 }  // namespace
 
 uint64_t eagerCapacity() { return sizeof(shm::EagerSlot::payload); }
+
+uint64_t autoEagerBytes(int localRanks) {
+  // Measured on 2 and 4 ranks (docs/performance-method.md, "Small calls"); beyond 4, halved so that the
+  // n inputs an eager rank reads stay near 256 KiB, no less than the 16 KiB measured before.
+  const uint64_t kib = localRanks <= 4 ? 64 : localRanks <= 8 ? 32 : 16;
+  return std::min<uint64_t>(kib << 10, eagerCapacity());
+}
 
 uint64_t eagerInputBytes(Collective coll, uint64_t count, uint32_t eltSize, int nranks) {
   const uint64_t n = nranks > 0 ? static_cast<uint64_t>(nranks) : 1;

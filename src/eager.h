@@ -14,6 +14,11 @@ namespace conflux {
 /// Payload bytes of one eager slot (transport/shm/layout.h): the most a rank can publish per call.
 uint64_t eagerCapacity();
 
+/// CONFLUX_EAGER_BYTES=auto: the per-rank input up to which calls among `localRanks` ranks go eager.
+/// 64 KiB up to 4 ranks, 32 KiB up to 8, 16 KiB beyond: an eager rank reads every peer's whole input, so
+/// the bytes it reads grow with the rank count while a plan's stay near twice the vector.
+uint64_t autoEagerBytes(int localRanks);
+
 /// Bytes every rank publishes for this call (the largest over ranks, so every rank computes the same value
 /// and takes the same path): the vector for all-reduce, reduce and broadcast, the own block for
 /// all-gather, all n blocks for reduce-scatter and all-to-all; 0 for point-to-point (never eager);

@@ -392,7 +392,7 @@ TEST(Api, InfoLogNamesTheAlgorithmAndTheReason) {
     if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
     std::vector<float> v(1 << 20, 1.0f);
     EXPECT_EQ(cfxAllReduce(v.data(), v.data(), 2, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
-    EXPECT_EQ(cfxAllReduce(v.data(), v.data(), 8192, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(cfxAllReduce(v.data(), v.data(), 20000, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
     EXPECT_EQ(cfxAllReduce(v.data(), v.data(), v.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
     EXPECT_EQ(cfxBroadcast(v.data(), v.data(), 10, cfxFloat32, 0, comm, nullptr), cfxSuccess);
     void* shared = nullptr;
@@ -402,9 +402,8 @@ TEST(Api, InfoLogNamesTheAlgorithmAndTheReason) {
     EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
     std::string log = readFile(dir + "/conflux-log-" + std::to_string(getpid()) + ".txt");
     EXPECT_NE(log.find("allreduce count=2 float32 sum root=0: eager (input fits an eager slot"), std::string::npos) << log;
-    EXPECT_NE(log.find("allreduce count=8192 float32 sum"), std::string::npos) << log;
-    EXPECT_NE(log.find("oneshot"), std::string::npos) << log;
-    EXPECT_NE(log.find("twoshot"), std::string::npos) << log;
+    // 80000 bytes per rank: over the eager limit (64 KiB on 2 ranks) and the one-shot's.
+    EXPECT_NE(log.find("allreduce count=20000 float32 sum root=0: twoshot"), std::string::npos) << log;
     EXPECT_NE(log.find("2 ranks share memory"), std::string::npos) << log;
     EXPECT_NE(log.find("broadcast count=10 float32"), std::string::npos) << log;
     EXPECT_NE(log.find("forced by CONFLUX_ALGO"), std::string::npos) << log;
@@ -452,6 +451,42 @@ TEST(Api, ForcedEagerAndExplanationsWithPredictedTimes) {
   }, opts);
   EXPECT_TRUE(allSucceeded(out));
 }
+
+// CONFLUX_EAGER_BYTES=auto (the default): 64 KiB of input per rank go eager on up to 4 local ranks, 32 KiB
+// on 5 to 8, and a byte more takes a plan.
+class AutoEagerLimit : public ::testing::TestWithParam<int> {};
+
+TEST_P(AutoEagerLimit, FollowsTheRankCount) {
+  const std::string dir = ::testing::TempDir();
+  const int nranks = GetParam();
+  const uint64_t limitFloats = (nranks <= 4 ? 65536 : 32768) / sizeof(float);
+  RunOptions opts;
+  opts.env = {{"CONFLUX_DEBUG", "INFO"}, {"CONFLUX_DEBUG_SUBSYS", "COLL"},
+              {"CONFLUX_DEBUG_FILE", dir + "/conflux-auto-eager-%p.txt"}};
+  auto out = runRanks(nranks, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+    std::vector<float> v(limitFloats + 1, 1.0f);
+    EXPECT_EQ(cfxAllReduce(v.data(), v.data(), limitFloats, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(v[limitFloats - 1], float(n));
+    EXPECT_EQ(cfxAllReduce(v.data(), v.data(), limitFloats + 1, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess);
+    EXPECT_EQ(v[limitFloats], float(n));
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    const std::string path = dir + "/conflux-auto-eager-" + std::to_string(getpid()) + ".txt";
+    const std::string log = readFile(path);
+    const std::string at = "allreduce count=" + std::to_string(limitFloats) + " float32 sum root=0: ";
+    const std::string above = "allreduce count=" + std::to_string(limitFloats + 1) + " float32 sum root=0: ";
+    EXPECT_NE(log.find(at + "eager"), std::string::npos) << log;
+    EXPECT_NE(log.find(above), std::string::npos) << log;
+    EXPECT_EQ(log.find(above + "eager"), std::string::npos) << log;
+    std::remove(path.c_str());
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, AutoEagerLimit, ::testing::Values(2, 5),
+                         [](const auto& p) { return std::to_string(p.param) + "ranks"; });
 
 // CONFLUX_COST_SAVE: rank 0 of a communicator across (simulated) nodes writes the parameters it selects
 // with, in CONFLUX_COST_FILE's format; read back through CONFLUX_COST_FILE by the next communicator, they

@@ -26,15 +26,24 @@ TEST_P(Collectives, EveryTypeOpAndLayout) {
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Range(1, 9),
                          [](const auto& p) { return std::to_string(p.param) + "ranks"; });
 
-// Counts on both sides of the eager limit (16352 bytes per rank: 4088 float32s, 2044 float64s, 8176
-// float16s, 16352 int8s; all n blocks for reduce-scatter and all-to-all: 1362.67 float32s on 3 ranks,
-// 817.6 on 5), alternating eager calls and plans so slot reuse is exercised too.
+// Counts on both sides of the eager limit (CONFLUX_EAGER_BYTES=auto: 65536 bytes per rank on 3 ranks,
+// 32768 on 5; per type, and all n blocks of float32s for reduce-scatter and all-to-all), alternating
+// eager calls and plans so slot reuse is exercised too.
 class EagerBoundary : public ::testing::TestWithParam<int> {};
 
 TEST_P(EagerBoundary, MatchesReference) {
-  Sweep sweep = fullSweep({1362, 1363, 817, 818, 2044, 2045, 4087, 4088, 4089, 8176, 8177, 16351, 16352, 16353});
+  const int n = GetParam();
+  const uint64_t limit = n <= 4 ? 65536 : 32768;  // docs/environment.md, CONFLUX_EAGER_BYTES
+  std::vector<uint64_t> counts;
+  for (uint64_t elt : {1, 2, 4, 8}) {
+    for (uint64_t c : {limit / elt - 1, limit / elt, limit / elt + 1}) counts.push_back(c);
+  }
+  const uint64_t blocks = limit / (4 * static_cast<uint64_t>(n));  // float32 blocks of n that fit
+  counts.push_back(blocks);
+  counts.push_back(blocks + 1);
+  Sweep sweep = fullSweep(counts);
   sweep.types = {cfxInt8, cfxFloat16, cfxFloat32, cfxFloat64};
-  auto out = runRanks(GetParam(), [&](int r, int nr, const cfxUniqueId& id) { return sweepOnNewComm(r, nr, id, sweep); });
+  auto out = runRanks(n, [&](int r, int nr, const cfxUniqueId& id) { return sweepOnNewComm(r, nr, id, sweep); });
   EXPECT_TRUE(allSucceeded(out));
 }
 

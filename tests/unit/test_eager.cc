@@ -1,6 +1,6 @@
 // The eager path's size rule (src/eager.h): the bytes every rank publishes per collective, and overflow
 // of count x element size x ranks reported as UINT64_MAX (never eager) for every collective, even where
-// only count x element size is published.
+// only count x element size is published; and the default limit (CONFLUX_EAGER_BYTES=auto) per rank count.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,6 +10,8 @@
 namespace {
 
 using conflux::Collective;
+using conflux::autoEagerBytes;
+using conflux::eagerCapacity;
 using conflux::eagerInputBytes;
 
 TEST(EagerInputBytes, WhatEachCollectivePublishes) {
@@ -31,6 +33,17 @@ TEST(EagerInputBytes, OverflowAnywhereIsNeverEager) {
   EXPECT_EQ(eagerInputBytes(Collective::AllReduce, fitsTimesElt, 8, 1), fitsTimesElt * 8);
   const uint64_t third = UINT64_MAX / 24;  // x 8 x 3 just fits
   EXPECT_EQ(eagerInputBytes(Collective::AllToAll, third, 8, 3), third * 24);
+}
+
+TEST(AutoEagerBytes, HalvesAsRanksMultiplyAndFitsASlot) {
+  EXPECT_EQ(autoEagerBytes(1), 65536u);
+  EXPECT_EQ(autoEagerBytes(2), 65536u);
+  EXPECT_EQ(autoEagerBytes(4), 65536u);
+  EXPECT_EQ(autoEagerBytes(5), 32768u);
+  EXPECT_EQ(autoEagerBytes(8), 32768u);
+  EXPECT_EQ(autoEagerBytes(9), 16384u);
+  EXPECT_EQ(autoEagerBytes(256), 16384u);
+  EXPECT_LE(autoEagerBytes(2), eagerCapacity());
 }
 
 }  // namespace

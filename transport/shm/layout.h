@@ -26,15 +26,16 @@ inline constexpr size_t kPageBytes = 4096;
 inline constexpr size_t kSeparation = 128;
 /// "CFXSHM01" little-endian: identifies a Conflux segment of this layout family.
 inline constexpr uint64_t kSegmentMagic = 0x31304d4853584643ull;
-inline constexpr uint32_t kLayoutVersion = 5;  // 3: eager slots of four pages; 4: DirectSlot::sendAddress, sendBytes, coll, singleCopy; 5: ProgressWord::stamp
+inline constexpr uint32_t kLayoutVersion = 6;  // 3: eager slots of four pages; 4: DirectSlot::sendAddress, sendBytes, coll, singleCopy; 5: ProgressWord::stamp; 6: eager slots of 17 pages
 /// Call descriptors kept per rank (indexed by seq % kCallSlots).
 inline constexpr uint64_t kCallSlots = 16;
 /// Longest error message kept in a slot (characters, without the terminating NUL).
 inline constexpr size_t kErrorMessageMax = 200;
-/// Bytes of one eager slot: header (32 bytes) and payload of a small collective's input. Four pages:
-/// from 4 to 8 KiB per rank the eager path (one flag, no barrier) took 0.46-0.89 of the plans' time on
-/// 2 ranks and 4 (docs/performance-method.md, "Small calls"); with one page it stopped at 4064 bytes.
-inline constexpr size_t kEagerSlotBytes = 4 * kPageBytes;
+/// Bytes of one eager slot: header (32 bytes) and payload of a small collective's input. Seventeen
+/// pages, so that 64 KiB of input fit: from 16 to 64 KiB per rank the eager path (one flag, no barrier)
+/// took 0.65-0.87 of the plans' time on 2 ranks (docs/performance-method.md, "Small calls"); with four
+/// pages it stopped at 16352 bytes, just short of the power-of-two sizes most callers use.
+inline constexpr size_t kEagerSlotBytes = 17 * kPageBytes;
 /// Bytes of the control region (page aligned): the control block, then two eager slots.
 inline constexpr size_t kControlBytes = kPageBytes + 2 * kEagerSlotBytes;
 /// Bytes of the header page in front of each channel ring.
