@@ -27,6 +27,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/copy_bytes.h"
 #include "src/call_check.h"
 #include "src/wait.h"
 #include "core/log.h"
@@ -104,7 +105,7 @@ class EagerRun {
         const void* in = call_.send;
         cpu::premulSumFunction(call_.dtype)(s.payload, &in, 1, b / elt_, 1, call_.scalar);
       } else {
-        std::memcpy(s.payload, call_.send, b);
+        copyBytes(s.payload, call_.send, b);
       }
     }
     s.seq.store(call_.eagerSeq, std::memory_order_release);
@@ -254,7 +255,7 @@ class EagerRun {
   }
 
   static void copyUnlessSame(void* dst, const void* src, uint64_t bytes) {
-    if (dst != src) std::memcpy(dst, src, bytes);
+    if (dst != src) copyBytes(dst, src, bytes);
   }
 
   // The part of the output that is this rank's own input (all-gather's and all-to-all's own block, a

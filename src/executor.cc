@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/copy_bytes.h"
 #include "core/ticks.h"
 #include "src/rank_executor.h"
 #include "transport/shm/cross_memory.h"
@@ -237,7 +238,7 @@ bool RankExecutor::progressRecv(const Op& op, OpState& st) {
         const void* srcs[2] = {resolve(plan_.src(op, 0)) + st.done, in.data()};
         combine(dst + st.done, srcs, 2, take / eltSize_, scaled(plan_.src(op, 0)) ? 1 : 0);
       } else {
-        std::memcpy(dst + st.done, in.data(), take);
+        copyBytes(dst + st.done, in.data(), take);
       }
     }
     ch.consume(take);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/copy_bytes.h"
 #include "algorithms/op_graph.h"
 #include "src/call_check.h"
 #include "src/executor.h"
@@ -88,7 +89,7 @@ class RankExecutor {
       cpu::copyStreaming(dst, src, bytes);
       work_.streamedBytes += bytes;
     } else if (bufs_.peerProcess != nullptr && ref.kind == BufKind::Recv && !call_.recvCold) {
-      std::memcpy(dst, src, bytes);
+      copyBytes(dst, src, bytes);
     } else {
       cpu::copy(dst, src, bytes);
     }

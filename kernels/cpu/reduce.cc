@@ -10,6 +10,7 @@
 #include <cpuid.h>
 #endif
 
+#include "core/copy_bytes.h"
 #include "core/log.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/kernel_table.h"
@@ -195,7 +196,7 @@ void reduceStreamingTo(DataType type, RedOp op, void* const* dsts, int ndst, con
 
 void copy(void* dst, const void* src, size_t bytes) {
   if (bytes < detail::kStreamThresholdBytes) {
-    if (bytes != 0) std::memcpy(dst, src, bytes);
+    copyBytes(dst, src, bytes);  // not plain memcpy: core/copy_bytes.h
     return;
   }
   activeTable().streamCopy(dst, src, bytes);

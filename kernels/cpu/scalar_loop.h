@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "core/copy_bytes.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/reduce_ops.h"
 
@@ -27,7 +28,7 @@ CFX_INLINE void storeElement(void* base, size_t i, T v) {
 
 /// nsrc == 1: the result is the source itself.
 CFX_INLINE void copyIfDistinct(void* dst, const void* src, size_t bytes) {
-  if (dst != src && bytes != 0) memcpy(dst, src, bytes);
+  if (dst != src) copyBytes(dst, src, bytes);
 }
 
 /// dst[i] = op(srcs[0][i], ..., srcs[nsrc-1][i]) for begin <= i < end, nsrc >= 2. Works in blocks

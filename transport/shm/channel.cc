@@ -11,6 +11,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "core/copy_bytes.h"
 #include "transport/shm/doorbell.h"
 
 namespace conflux::shm {
@@ -51,7 +52,7 @@ size_t ShmSendChannel::writeWith(size_t bytes, size_t granule, Fill&& fill) {
 
 size_t ShmSendChannel::write(const void* src, size_t bytes) {
   const auto* from = static_cast<const std::byte*>(src);
-  return writeWith(bytes, 1, [&](std::byte* dst, size_t at, size_t piece) { std::memcpy(dst, from + at, piece); });
+  return writeWith(bytes, 1, [&](std::byte* dst, size_t at, size_t piece) { copyBytes(dst, from + at, piece); });
 }
 
 size_t ShmSendChannel::writeTransformed(const void* src, size_t bytes, size_t granule, Transform transform,

@@ -1,0 +1,58 @@
+#include "core/copy_bytes.h"
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
+namespace conflux {
+namespace {
+
+constexpr uintptr_t kPageBytes = 4096;
+// Destination offsets past the source (modulo a page) treated as slow: 1-31 measured slow, 32-63 not;
+// the window is a cache line wide to keep a margin on CPUs that compare more address bits.
+constexpr uintptr_t kAliasWindow = 64;
+// Below this glibc copies with vector moves, not `rep movsb`.
+constexpr size_t kRepMovsbMinBytes = 2048;
+
+#if defined(__x86_64__)
+// SSE2 (every x86-64 CPU): four 16-byte loads, then four stores, per 64 bytes.
+void vectorCopy(void* dst, const void* src, size_t bytes) {
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  size_t i = 0;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), a);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
+  }
+  if (i < bytes) std::memcpy(d + i, s + i, bytes - i);  // under 64 bytes: no rep movsb
+}
+#endif
+
+}  // namespace
+
+bool memcpyAliasesSlowly(const void* dst, const void* src, size_t bytes) {
+  const uintptr_t ahead = (reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) % kPageBytes;
+  return bytes >= kRepMovsbMinBytes && ahead != 0 && ahead < kAliasWindow;
+}
+
+void copyBytes(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+#if defined(__x86_64__)
+  if (memcpyAliasesSlowly(dst, src, bytes)) {
+    vectorCopy(dst, src, bytes);
+    return;
+  }
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
+}  // namespace conflux
