@@ -38,7 +38,7 @@ def run_cell(perf, cell, args, json_path, env=None):
     """{(bytes, place): microseconds} of one conflux-perf run (with `env` added to the environment)."""
     coll, ranks, reg = cell
     cmd = [perf, coll, "--ranks", str(ranks), "--pin", "-b", args.min, "-e", args.max, "-f", "4",
-           "-n", str(args.iters), "-w", "5", "-R", str(reg), "-J", json_path]
+           "-n", str(args.iters), "-w", "5", "-R", str(reg), "-J", json_path] + args.perf_arg
     p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600,
                        env=dict(os.environ, **(env or {})))
     if p.returncode != 0:
@@ -58,6 +58,8 @@ def main():
     ap.add_argument("--cells", default=",".join("%s:%d:%d" % (c, n, r) for c in ("allreduce", "allgather", "reducescatter")
                                                 for n in (2, 4) for r in (0, 1)))
     ap.add_argument("--min", default="8")
+    ap.add_argument("--perf-arg", action="append", default=[], metavar="ARG",
+                    help="passed to conflux-perf in both builds' runs (repeatable), e.g. --perf-arg=--buffer_offset=16")
     ap.add_argument("--max", default="8M")
     ap.add_argument("--env-a", action="append", default=[], metavar="NAME=VALUE",
                     help="set in A's runs only (repeatable); with the same build as --a and --b, compares settings")

@@ -15,7 +15,7 @@ using conflux::cli::parseSize;
 
 namespace {
 
-enum LongOnly { kRanks = 1000, kPin, kBackend, kCompare, kExplain, kMemory, kPercentiles, kNoise };
+enum LongOnly { kRanks = 1000, kPin, kBackend, kCompare, kExplain, kMemory, kPercentiles, kNoise, kBufferOffset };
 
 const option kLongOptions[] = {
     {"nthreads", required_argument, nullptr, 't'},
@@ -50,6 +50,7 @@ const option kLongOptions[] = {
     {"memory", required_argument, nullptr, kMemory},
     {"percentiles", no_argument, nullptr, kPercentiles},
     {"noise", required_argument, nullptr, kNoise},
+    {"buffer_offset", required_argument, nullptr, kBufferOffset},
     {nullptr, 0, nullptr, 0},
 };
 const char kShortOptions[] = "+:t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:G:C:a:R:J:h";
@@ -112,6 +113,8 @@ std::string usageText(const char* program) {
          "                             the other columns, and in -J (an iteration's time is its slowest rank's)\n"
          "  --noise <n>                n CPU-bound processes (unpinned) compete with the ranks for the cores\n"
          "                             while the sweep runs: a noisy neighbour (0..256, default 0)\n"
+         "  --buffer_offset <bytes>    send and receive buffers start this far into a page, as malloc's large\n"
+         "                             blocks do (16 with glibc); 0..4095, default 0: page-aligned\n"
          "  -h,--help                  this text\n";
 }
 
@@ -270,6 +273,9 @@ ParseStatus parseOptions(int argc, char** argv, Options* opts, std::string* erro
         break;
       case kNoise:
         if (!parseInt(optarg, 0, 256, &opts->noise)) return bad("a number of processes, 0..256");
+        break;
+      case kBufferOffset:
+        if (!parseInt(optarg, 0, 4095, &opts->bufferOffset)) return bad("a byte offset into a page, 0..4095");
         break;
       case ':':
         *error = std::string("missing value after ") + subArgv[optind - 1] + "; see --help";

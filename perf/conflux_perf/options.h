@@ -44,6 +44,7 @@ struct Options {
   bool explain = false;          ///< --explain: the library logs its algorithm choices (rank 0, once per size)
   bool percentiles = false;      ///< --percentiles: time every iteration; p50, p99 and max columns
   int noise = 0;                 ///< --noise: this many CPU-bound processes compete with the ranks
+  int bufferOffset = 0;          ///< --buffer_offset: bytes into a page where send and recv start
   std::vector<std::string> argv; ///< the command line as given
 };
 

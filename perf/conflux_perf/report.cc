@@ -84,10 +84,11 @@ void TextReport::header(const RunInfo& info) {
   std::string backends = info.backends.empty() ? "?" : info.backends[0];
   if (info.backends.size() > 1) backends += ", compared with " + info.backends[1];
   const bool cuda = o.memory == Memory::Cuda;
-  fprintf(out_, "# conflux-perf: %s %s; %d rank%s (%s)%s; %s; time: %s (-a %d)\n", coll.command,
+  const std::string offset = o.bufferOffset == 0 ? "" : " starting " + std::to_string(o.bufferOffset) + " bytes into a page";
+  fprintf(out_, "# conflux-perf: %s %s; %d rank%s (%s)%s; %s%s; time: %s (-a %d)\n", coll.command,
           backends.c_str(), info.nranks, info.nranks == 1 ? "" : "s", info.launch.c_str(),
           o.pin ? ", pinned" : "", cuda ? "CUDA device buffers, one stream per rank" : "host buffers",
-          averageName(o.average), o.average);
+          offset.c_str(), averageName(o.average), o.average);
   for (size_t i = 0; i < info.backends.size() && i < info.backendVersions.size(); ++i) {
     if (!info.backendVersions[i].empty()) {
       fprintf(out_, "# conflux-perf: %s version %s\n", info.backends[i].c_str(), info.backendVersions[i].c_str());

@@ -44,8 +44,8 @@ class Bench {
   Bench(const Options& o, RankSetup& s)
       : o_(o), setup_(s), rank_(s.backends[0]->rank()), n_(s.backends[0]->nranks()),
         cuda_(o.memory == Memory::Cuda), stream_(makeStream(o.memory)),
-        send_(o.maxBytes, o.localRegister != 0, o.memory, s.backends),
-        recv_(o.maxBytes, o.localRegister != 0, o.memory, s.backends) {
+        send_(o.maxBytes + o.bufferOffset, o.localRegister != 0, o.memory, s.backends),
+        recv_(o.maxBytes + o.bufferOffset, o.localRegister != 0, o.memory, s.backends) {
     for (const auto& b : setup_.backends) b->setMemory(o.memory, stream_ ? stream_->get() : nullptr);
   }
 
@@ -154,8 +154,8 @@ class Bench {
     const size_t total = std::max(s.counts.send, s.counts.recv) * typeSize(s.type);
     const size_t steps = total ? std::max<size_t>(o_.maxBytes / total, 1) : 1;
     const size_t shift = total * (static_cast<size_t>(iter) % steps);
-    char* send = send_.get() + shift;
-    char* recv = recv_.get() + shift;
+    char* send = sendBase() + shift;
+    char* recv = recvBase() + shift;
     b.run(s.coll, s.send(send, recv), s.recv(recv), s.counts.param, s.type, s.op, s.root);
     if (o_.blocking) {
       waitStream();
@@ -174,7 +174,7 @@ class Bench {
   // Writes the inputs of a checked call (check.cc's fillInputs), through host copies for device memory.
   void prepareInputs(const CallShape& s) {
     if (!cuda_) {
-      fillInputs(s, send_.get(), recv_.get());
+      fillInputs(s, sendBase(), recvBase());
       return;
     }
     if (hostSend_.empty()) {
@@ -182,14 +182,14 @@ class Bench {
       hostRecv_.resize(std::max<size_t>(o_.maxBytes, 1));
     }
     fillInputs(s, hostSend_.data(), hostRecv_.data());
-    copyToDevice(send_.get(), hostSend_.data(), extent(s), stream_->get());
-    copyToDevice(recv_.get(), hostRecv_.data(), extent(s), stream_->get());
+    copyToDevice(sendBase(), hostSend_.data(), extent(s), stream_->get());
+    copyToDevice(recvBase(), hostRecv_.data(), extent(s), stream_->get());
   }
 
   // Wrong elements of this rank's result of the call just made (waits for it on device memory).
   int64_t wrongElements(const CallShape& s) {
-    if (!cuda_) return countWrong(s, recv_.get());
-    copyToHost(hostRecv_.data(), recv_.get(), extent(s), stream_->get());  // after the call, on its stream
+    if (!cuda_) return countWrong(s, recvBase());
+    copyToHost(hostRecv_.data(), recvBase(), extent(s), stream_->get());  // after the call, on its stream
     return countWrong(s, hostRecv_.data());
   }
 
@@ -327,6 +327,9 @@ class Bench {
   const bool cuda_;
   std::unique_ptr<DeviceStream> stream_;  // --memory cuda: the stream every call is ordered on
   Buffer send_, recv_;
+  // Where the calls' buffers start: --buffer_offset bytes into the allocations' first page.
+  char* sendBase() const { return send_.get() + o_.bufferOffset; }
+  char* recvBase() const { return recv_.get() + o_.bufferOffset; }
   std::vector<char> hostSend_, hostRecv_;  // --memory cuda: host copies for filling and checking
   std::vector<std::chrono::steady_clock::time_point> iterEnds_;  // --percentiles: when each iteration ended
   std::unique_ptr<TextReport> text_;

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """conflux-perf's command line: bad flags give one clear message on stderr, no rows, and exit status 2;
 -h prints the usage and exits 0; an invalid root for the actual number of ranks fails with status 1;
-NCCL_TESTS_MIN_BW turns a low average bus bandwidth into FAILED, as in nccl-tests; `conflux-perf cores`
+NCCL_TESTS_MIN_BW turns a low average bus bandwidth into FAILED, as in nccl-tests; --buffer_offset runs
+correct calls on buffers that start inside a page; `conflux-perf cores`
 prints its two measurements, and refuses bad flags and cores that do not exist.
 
   test_cli.py CONFLUX_PERF
@@ -43,6 +44,9 @@ BAD = [
     (["allreduce", "--noise", "257"], "--noise"),
     (["allreduce", "--noise", "two"], "--noise"),
     (["allreduce", "--noise", "1"], "--noise starts its processes beside the ranks of --ranks"),
+    (["allreduce", "--buffer_offset", "-1"], "--buffer_offset"),
+    (["allreduce", "--buffer_offset", "4096"], "--buffer_offset"),
+    (["allreduce", "--buffer_offset", "x"], "--buffer_offset"),
 ]
 
 
@@ -110,6 +114,13 @@ def main():
         avg = [l for l in p.stdout.splitlines() if l.startswith("# Avg bus bandwidth    : ")]
         if p.returncode != status or len(avg) != 1 or not avg[0].endswith(verdict):
             failures.append("NCCL_TESTS_MIN_BW=%s: exit %d, %r" % (min_bw, p.returncode, avg))
+    # --buffer_offset: buffers 16 bytes into a page (as malloc's), results still checked, and said so.
+    p = subprocess.run([binary, "allgather", "--ranks", "2", "-b", "8K", "-e", "256K", "-f", "32", "-n", "3",
+                        "--buffer_offset", "16"], capture_output=True, text=True, timeout=120)
+    rows = [l.split() for l in p.stdout.splitlines() if l.strip() and not l.startswith("#")]
+    if (p.returncode != 0 or "host buffers starting 16 bytes into a page" not in p.stdout or len(rows) != 2
+            or any(r[8] != "0" or r[12] != "0" for r in rows)):
+        failures.append("--buffer_offset 16: exit %d, rows %r, stderr %r" % (p.returncode, rows, p.stderr[-500:]))
     failures += check_cores(binary)
     for f in failures:
         print("FAIL:", f)
