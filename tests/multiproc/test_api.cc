@@ -159,7 +159,7 @@ void sendRecvAmongSomeRanks(int nodes, const char* net = "auto") {
     cfxComm_t comm;
     if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
     const auto allReduceGives = [&](float want, const char* when) {
-      std::vector<float> v(5000, static_cast<float>(rank + 1));
+      std::vector<float> v(20000, static_cast<float>(rank + 1));  // 80 KB: a plan, not eager
       EXPECT_EQ(cfxAllReduce(v.data(), v.data(), v.size(), cfxFloat32, cfxSum, comm, nullptr), cfxSuccess)
           << when << ": " << cfxGetLastError(comm);
       EXPECT_EQ(v.back(), want) << when;

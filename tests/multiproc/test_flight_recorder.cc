@@ -82,7 +82,7 @@ conflux::trace::CommReport analyzeDir(const TraceDir& dir) {
   return reports.empty() ? conflux::trace::CommReport{} : reports.front();
 }
 
-constexpr size_t kPlanCount = size_t{1} << 14;  // 64 KiB: a plan, not the eager path
+constexpr size_t kPlanCount = size_t{1} << 15;  // 128 KiB: a plan, not the eager path (64 KiB at most)
 
 }  // namespace
 

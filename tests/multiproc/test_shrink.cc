@@ -32,7 +32,7 @@ double msSince(Clock::time_point t) { return std::chrono::duration<double, std::
 
 /// All-reduces until a call fails (the victim dies meanwhile) or `limitMs` passes; the failing result.
 cfxResult_t allReduceUntilError(cfxComm_t comm, double limitMs) {
-  std::vector<float> buf(1 << 14, 1.0f);
+  std::vector<float> buf(1 << 15, 1.0f);  // 128 KiB: a plan (eager takes at most 64 KiB)
   const auto start = Clock::now();
   cfxResult_t r = cfxSuccess;
   while (r == cfxSuccess && msSince(start) < limitMs) {
@@ -85,7 +85,7 @@ int surviveAndShrink(cfxComm_t parent, int rank, int victim, const std::vector<i
   return 0;
 }
 
-Sweep smallSweep() { return fullSweep({1, 5, 4099}); }
+Sweep smallSweep() { return fullSweep({1, 5, 16411}); }  // 16411: a plan for 4- and 8-byte types
 
 /// /dev/shm files that appeared since `before` and stay for a second (parallel tests make short-lived
 /// segments of their own during init).

@@ -16,7 +16,7 @@ from harness import run_ranks  # noqa: E402
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 INTS = [torch.int8, torch.uint8, torch.int32, torch.int64]
-COUNTS = [1, 7, 4099, 65539]  # odd; 65539 is above the eager limit (at most 64 KiB per rank) for every type
+COUNTS = [1, 7, 16411, 65539]  # odd; above the eager limit (64 KiB per rank): 16411 for 4- and 8-byte types, 65539 for all
 
 
 def value(rank, n, dtype, op="sum"):
