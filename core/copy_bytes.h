@@ -1,22 +1,25 @@
 // copyBytes: memcpy without glibc's slow case on 4K-aliased buffers.
 //
-// glibc 2.36's x86-64 memcpy copies from 2 KiB up to about half a MiB with `rep movsb`. On the AMD EPYC
-// of these machines that instruction runs at 1.7-3 GB/s instead of 30-40 when the destination lies 1-31
-// bytes past the source modulo 4 KiB: every store then shares its page offset with a load a few bytes
-// later, and the CPU stalls the load behind it. That is the common case of a page-aligned buffer
-// (shared-memory staging, an eager slot, cfxMemAlloc) copied into one from malloc, whose large blocks
-// start 16 bytes into a page. A 16-byte vector loop copies those at full speed, so copyBytes takes it
-// there and memcpy everywhere else (measured in docs/performance-method.md, "memcpy and 4K aliasing").
+// glibc 2.36's x86-64 memcpy copies from about 2 KiB up to its stop threshold (the L2 size on AMD) with
+// `rep movsb`. On the AMD EPYC of these machines that instruction ran at 1.7-3 GB/s instead of 30-40
+// (4-256 KiB measured) when the destination lay 1-31 bytes past the source modulo 4 KiB; 32 and more,
+// or behind, ran at full speed. (Likely 4K aliasing: each store shares its page offset with a load a
+// few bytes ahead, which then waits for it.) That is the common case of page-aligned memory (shared-
+// memory staging, cfxMemAlloc) copied into a buffer from malloc, whose large blocks start 16 bytes into
+// a page, and of such a send buffer copied into an eager slot (its payload starts 32 bytes in). A 16-byte
+// vector loop copies those at full speed, so copyBytes takes it there and memcpy everywhere else
+// (docs/performance-method.md, "memcpy and 4K aliasing").
 #pragma once
 
 #include <cstddef>
 
 namespace conflux {
 
-/// memcpy(dst, src, bytes), at full speed whatever the buffers' page offsets. Buffers must not overlap.
+/// memcpy(dst, src, bytes), at full speed whatever the buffers' page offsets. Buffers should not overlap
+/// (overlapping ones are copied as by memmove).
 void copyBytes(void* dst, const void* src, size_t bytes);
 
-/// Whether glibc's memcpy would be slow for this copy here (exposed for tests and benchmarks).
+/// Whether copyBytes takes its vector loop for this copy: where glibc's memcpy was measured slow.
 bool memcpyAliasesSlowly(const void* dst, const void* src, size_t bytes);
 
 }  // namespace conflux

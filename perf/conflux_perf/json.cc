@@ -103,6 +103,7 @@ void JsonReport::finish(const RunInfo& info, const Summary& s) {
   config["pinned"] = o.pin;
   config["percentiles"] = o.percentiles;
   config["noise_processes"] = noiseInEffect();
+  config["buffer_offset"] = o.bufferOffset;
   config["memory"] = o.memory == Memory::Cuda ? "cuda" : "host";
   config["datatypes"] = std::move(types);
   config["ops"] = std::move(ops);

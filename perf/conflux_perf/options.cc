@@ -114,7 +114,8 @@ std::string usageText(const char* program) {
          "  --noise <n>                n CPU-bound processes (unpinned) compete with the ranks for the cores\n"
          "                             while the sweep runs: a noisy neighbour (0..256, default 0)\n"
          "  --buffer_offset <bytes>    send and receive buffers start this far into a page, as malloc's large\n"
-         "                             blocks do (16 with glibc); 0..4095, default 0: page-aligned\n"
+         "                             blocks do (16 with glibc); a multiple of 8 up to 4088, host memory;\n"
+         "                             default 0: page-aligned\n"
          "  -h,--help                  this text\n";
 }
 
@@ -275,7 +276,9 @@ ParseStatus parseOptions(int argc, char** argv, Options* opts, std::string* erro
         if (!parseInt(optarg, 0, 256, &opts->noise)) return bad("a number of processes, 0..256");
         break;
       case kBufferOffset:
-        if (!parseInt(optarg, 0, 4095, &opts->bufferOffset)) return bad("a byte offset into a page, 0..4095");
+        if (!parseInt(optarg, 0, 4088, &opts->bufferOffset) || opts->bufferOffset % 8 != 0) {
+          return bad("a byte offset into a page, a multiple of 8 (every element stays aligned), 0..4088");
+        }
         break;
       case ':':
         *error = std::string("missing value after ") + subArgv[optind - 1] + "; see --help";
@@ -318,6 +321,10 @@ ParseStatus parseOptions(int argc, char** argv, Options* opts, std::string* erro
   if (needsMpi(*opts) && opts->memory == Memory::Cuda) {
     *error = std::string(opts->backend == "mpi" ? "--backend mpi" : "--compare mpi") +
              " runs on host buffers only; --memory cuda works with --backend conflux or nccl and --compare nccl";
+    return ParseStatus::Error;
+  }
+  if (opts->bufferOffset != 0 && opts->memory == Memory::Cuda) {
+    *error = "--buffer_offset is for host memory (malloc's layout); with --memory cuda leave it out";
     return ParseStatus::Error;
   }
   if (opts->localRegister != 0 && opts->memory == Memory::Cuda) {

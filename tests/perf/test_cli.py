@@ -46,6 +46,7 @@ BAD = [
     (["allreduce", "--noise", "1"], "--noise starts its processes beside the ranks of --ranks"),
     (["allreduce", "--buffer_offset", "-1"], "--buffer_offset"),
     (["allreduce", "--buffer_offset", "4096"], "--buffer_offset"),
+    (["allreduce", "--buffer_offset", "12"], "a multiple of 8"),
     (["allreduce", "--buffer_offset", "x"], "--buffer_offset"),
 ]
 

@@ -16,6 +16,7 @@
 #include <new>
 #include <list>
 
+#include "core/copy_bytes.h"
 #include "core/log.h"
 #include "transport/tcp/tcp_connect.h"
 #include "transport/tcp/tcp_wire.h"
@@ -279,7 +280,7 @@ class TcpNetwork final : public transport::Network {
       return true;
     }
     if (!op->done.load(std::memory_order_relaxed)) {
-      if (op->bytes > 0) std::memcpy(op->buf, it->data.data(), op->bytes);
+      copyBytes(op->buf, it->data.data(), op->bytes);
       finish(*op, Status::ok());
     }
     p.unexpected.erase(it);
@@ -495,7 +496,7 @@ class TcpNetwork final : public transport::Network {
       p.stash->received = p.header.bytes;
       if (std::shared_ptr<Op> waiting = p.stash->claimedBy) {
         if (!waiting->done.load(std::memory_order_acquire)) {  // not failed for a size mismatch
-          if (p.header.bytes > 0) std::memcpy(waiting->buf, p.stash->data.data(), p.header.bytes);
+          copyBytes(waiting->buf, p.stash->data.data(), p.header.bytes);
           finish(*waiting, Status::ok());
         }
         p.unexpected.remove_if([&](const Unexpected& u) { return &u == p.stash; });
