@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/copy_bytes.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/scalar_loop.h"
 
@@ -153,8 +152,8 @@ void reduceFanoutVector(void* const* dsts, int ndst, const void* const* srcs, in
     if (end <= begin) return;
     reduceRange<T, kOp>(dsts[0], srcs, nsrc, begin, end);
     for (int k = 1; k < ndst; ++k) {
-      copyBytes(static_cast<unsigned char*>(dsts[k]) + begin * sizeof(T),
-                static_cast<const unsigned char*>(dsts[0]) + begin * sizeof(T), (end - begin) * sizeof(T));
+      memcpy(static_cast<unsigned char*>(dsts[k]) + begin * sizeof(T),
+             static_cast<const unsigned char*>(dsts[0]) + begin * sizeof(T), (end - begin) * sizeof(T));
     }
   };
   copyOut(0, head);
