@@ -18,7 +18,8 @@
 //   AllReduce      [chunk of the vector]      each rank reduces all n staged chunks into recv.
 //   Reduce         [chunk of the vector]      only the root reduces (and finalizes).
 //   Broadcast      [chunk, root only]         every non-root copies the root's chunk into recv.
-//   AllGather      [chunk of the own block]   each rank copies every rank's chunk into recv.
+//   AllGather      [chunk of the own block]   each rank copies every peer's chunk into recv, and its own
+//                                             from send (in place: nothing to copy).
 //   ReduceScatter  [chunk k of all n blocks]  each rank reduces its block's piece from all ranks.
 //   AllToAll       [chunk k of all n blocks]  each rank copies its block's piece from every rank.
 // For ReduceScatter and AllToAll chunk k is the element range [k*ce, (k+1)*ce) of every block, laid
@@ -114,11 +115,14 @@ void build(Staged& s) {
                nullptr);
       break;
     case Collective::AllGather:
+      // The own piece comes from the send buffer (staged in the round before, so in cache), not back from
+      // staging: in place that copy has the same source and destination and costs nothing.
       pipeline(s, stageVector,
                [&](uint64_t k) {
                  const Piece pc = s.pieceOf(k);
+                 s.b.copy(BufRef::recv(r * blockBytes + pc.first * e), BufRef::send(pc.first * e), pc.n * e);
                  for (int q = 0; q < n; ++q) {
-                   s.b.copy(BufRef::recv(q * blockBytes + pc.first * e), s.halfOf(q, k), pc.n * e);
+                   if (q != r) s.b.copy(BufRef::recv(q * blockBytes + pc.first * e), s.halfOf(q, k), pc.n * e);
                  }
                },
                nullptr);

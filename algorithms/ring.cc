@@ -15,7 +15,10 @@
 // All-reduce = reduce-scatter (partials kept in recv) + Finalize of the owned block + all-gather.
 // Reduce-scatter (collective) = reduce-scatter with partials double-buffered in scratch (recv may alias
 //   the rank's own input block, which the last step still needs) + Finalize.
-// All-gather (collective) = local copy of the own block + all-gather.
+// All-gather (collective) = all-gather, with the own block copied to its place piece by piece: piece j
+//   in round j of step 0, beside the send of the same piece, so the copy interleaves with the exchange
+//   instead of holding up round 0 (a 16 MiB block copied whole in round 0 kept the peer waiting for
+//   chunk 1 until it was done).
 // Reduce = reduce-scatter (partials in recv on the root, in scratch elsewhere: recv is written only on
 //   the root) + every rank sends its reduced block to the root + Finalize on the root.
 // Broadcast = pipelined chain root -> root+1 -> ... in chunks: in round t the rank at distance p from
@@ -61,13 +64,8 @@ void reduceScatter(Ring& g, const BlockLoc& in, const std::function<BufRef(int, 
 }
 
 /// All-gather; `own`: where this rank's block is at the start, `dst(b)`: final place of block b.
-/// `first` (optional) is emitted as a local op of the first round.
-void allGather(Ring& g, BufRef own, const BlockLoc& dst, const std::function<void()>& first) {
-  bool emitted = false;
-  auto emitFirst = [&] {
-    if (!emitted && first) first();
-    emitted = true;
-  };
+/// `ownPiece` (optional) is emitted as a local op in round j of step 0 for piece j of the own block.
+void allGather(Ring& g, BufRef own, const BlockLoc& dst, const std::function<void(const Piece&)>& ownPiece) {
   for (int s = 0; s + 1 < g.n; ++s) {
     const int sb = mod(g.r - s, g.n), rb = mod(g.r - s - 1, g.n);
     const BufRef from = s == 0 ? own : dst(sb);
@@ -77,11 +75,13 @@ void allGather(Ring& g, BufRef own, const BlockLoc& dst, const std::function<voi
       const Piece pr = piece(g.blocks.len(rb), g.chunk, static_cast<int64_t>(j));
       g.b.send(g.next(), at(from, ps.first * g.elt), ps.n * g.elt);
       g.b.recv(g.prev(), at(dst(rb), pr.first * g.elt), pr.n * g.elt);
-      emitFirst();
+      if (s == 0 && ownPiece && ps.n > 0) ownPiece(ps);
     }
   }
-  g.b.nextRound();
-  emitFirst();
+  if (g.n == 1 && ownPiece) {  // no step 0: the own block is copied whole
+    g.b.nextRound();
+    ownPiece(Piece{0, g.blocks.len(g.r)});
+  }
 }
 
 void allReduce(Ring& g) {
@@ -109,7 +109,7 @@ void allGatherColl(Ring& g, uint64_t count) {
   const BufRef mine = BufRef::recv(g.r * blockBytes);
   allGather(
       g, BufRef::send(0), [&](int blk) { return BufRef::recv(blk * blockBytes); },
-      [&] { g.b.copy(mine, BufRef::send(0), blockBytes); });
+      [&](const Piece& pc) { g.b.copy(at(mine, pc.first * g.elt), BufRef::send(pc.first * g.elt), pc.n * g.elt); });
 }
 
 void reduceColl(Ring& g, int root) {
