@@ -22,6 +22,7 @@
 //                                             from send (in place: nothing to copy).
 //   ReduceScatter  [chunk k of all n blocks]  each rank reduces its block's piece from all ranks.
 //   AllToAll       [chunk k of all n blocks]  each rank copies its block's piece from every rank.
+//   (For both, a rank stages only the peers' blocks and reads its own piece from send.)
 // For ReduceScatter and AllToAll chunk k is the element range [k*ce, (k+1)*ce) of every block, laid
 // out block after block, so a half must hold at least n elements.
 #include <functional>
@@ -71,20 +72,33 @@ void build(Staged& s) {
     const Piece pc = s.pieceOf(k);
     s.b.copy(s.halfOf(-1, k), BufRef::send(pc.first * e), pc.n * e);
   };
-  // Stage piece k of every block (ReduceScatter, AllToAll): n pieces laid out block after block.
+  // Stage piece k of every peer's block (ReduceScatter, AllToAll): laid out block after block, the own
+  // block's place left empty (this rank reads its own piece from send).
   auto stageBlocks = [&](uint64_t k) {
     const Piece pc = s.pieceOf(k);
-    if (pc.n == p.count) {
-      s.b.copy(s.halfOf(-1, k), BufRef::send(0), n * blockBytes);
+    if (pc.n == p.count) {  // whole blocks: the ones before the own block and the ones after, two copies
+      if (r > 0) s.b.copy(s.halfOf(-1, k), BufRef::send(0), r * blockBytes);
+      if (r + 1 < n) {
+        const uint64_t after = (r + 1) * blockBytes;
+        s.b.copy(at(s.halfOf(-1, k), after), BufRef::send(after), (n - r - 1) * blockBytes);
+      }
       return;
     }
     for (int q = 0; q < n; ++q) {
-      s.b.copy(at(s.halfOf(-1, k), q * pc.n * e), BufRef::send(q * blockBytes + pc.first * e), pc.n * e);
+      if (q != r) s.b.copy(at(s.halfOf(-1, k), q * pc.n * e), BufRef::send(q * blockBytes + pc.first * e), pc.n * e);
     }
   };
-  auto reduceFromAll = [&](BufRef dst, uint64_t k, uint64_t offInHalf, uint64_t bytes) {
+  // This rank's piece of chunk k of its own block r, in send.
+  auto ownPiece = [&](const Piece& pc) { return BufRef::send(r * blockBytes + pc.first * e); };
+  // dst = the reduction of the vector chunk k (all ranks' staging at offset 0) or, for ReduceScatter,
+  // of block r's piece of chunk k: the own piece from send, first (the executor scales a PreMulSum input
+  // only among the first 64 sources), then the peers' from their staging.
+  auto reduceFromAll = [&](BufRef dst, uint64_t k, uint64_t offInHalf, uint64_t bytes, bool ownFromSend) {
     std::vector<BufRef> srcs;
-    for (int q = 0; q < n; ++q) srcs.push_back(at(s.halfOf(q, k), offInHalf));
+    if (ownFromSend) srcs.push_back(ownPiece(s.pieceOf(k)));
+    for (int q = 0; q < n; ++q) {
+      if (q != r || !ownFromSend) srcs.push_back(at(s.halfOf(q, k), offInHalf));
+    }
     s.b.reduce(dst, srcs, bytes);
   };
   auto finalizeVector = [&](uint64_t k) {
@@ -98,7 +112,7 @@ void build(Staged& s) {
       pipeline(s, stageVector,
                [&](uint64_t k) {
                  const Piece pc = s.pieceOf(k);
-                 if (reduces) reduceFromAll(BufRef::recv(pc.first * e), k, 0, pc.n * e);
+                 if (reduces) reduceFromAll(BufRef::recv(pc.first * e), k, 0, pc.n * e, false);
                },
                [&](uint64_t k) {
                  if (reduces) finalizeVector(k);
@@ -131,7 +145,7 @@ void build(Staged& s) {
       pipeline(s, stageBlocks,
                [&](uint64_t k) {
                  const Piece pc = s.pieceOf(k);
-                 reduceFromAll(BufRef::recv(pc.first * e), k, r * pc.n * e, pc.n * e);
+                 reduceFromAll(BufRef::recv(pc.first * e), k, r * pc.n * e, pc.n * e, true);
                },
                finalizeVector);
       break;
@@ -139,7 +153,9 @@ void build(Staged& s) {
       pipeline(s, stageBlocks,
                [&](uint64_t k) {
                  const Piece pc = s.pieceOf(k);
+                 s.b.copy(BufRef::recv(r * blockBytes + pc.first * e), ownPiece(pc), pc.n * e);
                  for (int q = 0; q < n; ++q) {
+                   if (q == r) continue;
                    s.b.copy(BufRef::recv(q * blockBytes + pc.first * e), at(s.halfOf(q, k), r * pc.n * e),
                             pc.n * e);
                  }
