@@ -99,6 +99,33 @@ TEST(CrossMemory, ReadsAnotherProcesssPrivateMemory) {
   EXPECT_EQ(readPeerMemory(child.pid(), child.address(), out.data(), 0), 0);  // nothing to read
 }
 
+// Destinations 1-31 bytes past the source modulo 4 KiB go through the bounce buffer, in pieces: every
+// byte arrives, nothing around the destination is touched, whatever the two page offsets.
+TEST(CrossMemory, ReadsAtEveryRelativePageOffset) {
+  SKIP_WITHOUT_CROSS_MEMORY();
+  constexpr size_t kBytes = (size_t{300} << 10) + 7;  // more than one bounce piece, an odd tail
+  constexpr size_t kGuard = 64;
+  PatternChild child(kBytes + 8192);
+  std::vector<unsigned char> area(kBytes + 8192 + 2 * kGuard);
+  for (size_t srcOff : {size_t{0}, size_t{5}, size_t{4090}}) {
+    for (size_t ahead : {0, 1, 15, 16, 31, 32, 63, 4095}) {
+      const uintptr_t base = reinterpret_cast<uintptr_t>(area.data()) + kGuard;
+      const uintptr_t want = (child.address() + srcOff + ahead) % 4096;
+      unsigned char* dst = reinterpret_cast<unsigned char*>(base + (want - base % 4096 + 4096) % 4096);
+      const size_t bytes = srcOff == 5 ? 3000 : kBytes;  // a small read too
+      std::fill(area.begin(), area.end(), 0xEE);
+      ASSERT_EQ(kernelCopyAliasesSlowly(dst, child.address() + srcOff, bytes), ahead >= 1 && ahead <= 31);
+      ASSERT_EQ(readPeerMemory(child.pid(), child.address() + srcOff, dst, bytes), 0) << "ahead " << ahead;
+      for (size_t i = 0; i < bytes; ++i) {
+        ASSERT_EQ(dst[i], PatternChild::patternAt(srcOff + i)) << "ahead " << ahead << " byte " << i;
+      }
+      for (unsigned char* p = area.data(); p < dst; ++p) ASSERT_EQ(*p, 0xEE) << "before, ahead " << ahead;
+      for (unsigned char* p = dst + bytes; p < area.data() + area.size(); ++p) ASSERT_EQ(*p, 0xEE) << "after";
+    }
+  }
+  EXPECT_FALSE(kernelCopyAliasesSlowly(reinterpret_cast<void*>(4096 + 16), 4096, 2047));  // too small to matter
+}
+
 TEST(CrossMemory, ProbeFindsTheWordOfTheSameProgram) {
   SKIP_WITHOUT_CROSS_MEMORY();
   PatternChild child(4096);  // a fork: the probe word is at the same address there
