@@ -36,9 +36,13 @@ uint64_t pieceBytesOf(const PlanParams& p) {
   return std::max<uint64_t>(limit / p.eltSize * p.eltSize, p.eltSize);
 }
 
+/// Every rank's send at `off`, this rank's own first: the executor scales a PreMulSum input only among
+/// the first 64 sources (with rank order, rank 64 and up went unscaled).
 std::vector<BufRef> sourcesAt(const PlanParams& p, uint64_t off) {
-  std::vector<BufRef> srcs;
-  for (int q = 0; q < p.nranks; ++q) srcs.push_back(sendOf(q, p.rank, off));
+  std::vector<BufRef> srcs{BufRef::send(off)};
+  for (int q = 0; q < p.nranks; ++q) {
+    if (q != p.rank) srcs.push_back(BufRef::peerSend(q, off));
+  }
   return srcs;
 }
 

@@ -64,7 +64,8 @@ void reduceScatter(Ring& g, const BlockLoc& in, const std::function<BufRef(int, 
 }
 
 /// All-gather; `own`: where this rank's block is at the start, `dst(b)`: final place of block b.
-/// `ownPiece` (optional) is emitted as a local op in round j of step 0 for piece j of the own block.
+/// `ownPiece` (optional) is emitted as a local op in round j of step 0 for piece j of the own block
+/// (n >= 2: buildRing handles one rank with singleRank).
 void allGather(Ring& g, BufRef own, const BlockLoc& dst, const std::function<void(const Piece&)>& ownPiece) {
   for (int s = 0; s + 1 < g.n; ++s) {
     const int sb = mod(g.r - s, g.n), rb = mod(g.r - s - 1, g.n);
@@ -77,10 +78,6 @@ void allGather(Ring& g, BufRef own, const BlockLoc& dst, const std::function<voi
       g.b.recv(g.prev(), at(dst(rb), pr.first * g.elt), pr.n * g.elt);
       if (s == 0 && ownPiece && ps.n > 0) ownPiece(ps);
     }
-  }
-  if (g.n == 1 && ownPiece) {  // no step 0: the own block is copied whole
-    g.b.nextRound();
-    ownPiece(Piece{0, g.blocks.len(g.r)});
   }
 }
 

@@ -115,6 +115,11 @@ void Simulator::validate(int r) {
       for (uint32_t s = 0; s < op.nsrc; ++s) {
         const BufRef& src = plan.src(op, s);
         checkRef(r, rd, i, src, op.bytes, false);
+        // The executor's PreMulSum kernels take a 64-bit mask of the sources to scale (src/executor.cc).
+        if (s >= 64 && ownInput(r, src) && (op.kind == OpKind::Reduce || op.kind == OpKind::ReduceSpread)) {
+          fail(rd, i, "reduces this rank's own input as source " + std::to_string(s) +
+                          " (the executor scales a PreMulSum input only among the first 64 sources)");
+        }
       }
       for (uint32_t k = 0; k < op.nextra; ++k) checkRef(r, rd, i, plan.extraDst(op, k), op.bytes, true);
       if (writesDst(op.kind)) {

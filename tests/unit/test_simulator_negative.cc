@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "algorithms/plan.h"
 #include "algorithms/simulator.h"
@@ -76,6 +77,41 @@ TEST(SimNegative, MessageInABarriersRound) {
     if (p.rank == 1) b.send(0, BufRef::send(0), 16);
   });
   expectError(r, "a message in a round with a Barrier");
+}
+
+TEST(SimNegative, OwnInputPastTheScaledSources) {
+  // A one-shot reduce-scatter on 66 ranks that reduces its own piece from send as the last source: the
+  // executor would not scale it for PreMulSum (its mask has 64 bits), so the plan is refused, whatever
+  // the op. With the own piece first the same plan is accepted.
+  constexpr int kRanks = 66;
+  for (bool ownFirst : {false, true}) {
+    SimConfig cfg = config(Collective::ReduceScatter, kRanks, 1, RedOp::PreMulSum);
+    cfg.params.stagingBytes = 2 * kRanks * 4;
+    cfg.calls = 1;
+    const SimResult r = run(cfg, [&](PlanBuilder& b, const PlanParams& p) {
+      b.needStaging(kRanks * 4);
+      for (int q = 0; q < kRanks; ++q) {
+        if (q != p.rank) b.copy(BufRef::staging(-1, q * 4), BufRef::send(q * 4), 4);
+      }
+      b.nextRound();
+      b.barrier();
+      std::vector<BufRef> srcs;
+      for (int q = 0; q < kRanks; ++q) {
+        if (q != p.rank) srcs.push_back(BufRef::staging(q, p.rank * 4));
+      }
+      srcs.insert(ownFirst ? srcs.begin() : srcs.end(), BufRef::send(p.rank * 4));
+      b.reduce(BufRef::recv(0), srcs, 4);
+      b.nextRound();
+      b.finalize(BufRef::recv(0), 4);
+      b.nextRound();
+      b.barrier();
+    });
+    if (ownFirst) {
+      EXPECT_TRUE(r.ok) << r.error;
+    } else {
+      expectError(r, "reduces this rank's own input as source 65");
+    }
+  }
 }
 
 TEST(SimNegative, SizeMismatch) {

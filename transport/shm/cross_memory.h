@@ -2,7 +2,8 @@
 //
 // Buffers a peer cannot map (ordinary heap memory) normally move through shared staging: the owner copies
 // them in, the reader copies them out. process_vm_readv lets the kernel copy straight from the owner's
-// pages into the reader's, one copy instead of two. It is allowed when the reader may ptrace the owner
+// pages into the reader's, one copy instead of two (two where the kernel's copy would meet 4K aliasing:
+// readPeerMemory). It is allowed when the reader may ptrace the owner
 // (same user, no Yama restriction above ptrace_scope 0 or a PR_SET_PTRACER grant, not blocked by seccomp
 // in a container), so the shared-memory world probes it once at start-up (ShmWorld::crossMemory) and the
 // direct plans use it only when every local rank could read every other.
@@ -28,7 +29,8 @@ bool canReadPeerMemory(pid_t pid, uint64_t probeAddress, std::string& why);
 int readPeerMemory(pid_t pid, uint64_t remote, void* dst, uint64_t bytes);
 
 /// Whether the kernel's copy of `bytes` from `remote` to `dst` runs 4-5x slow (measured here): `dst`
-/// 1-31 bytes past `remote` modulo 4 KiB, from 2 KiB up. readPeerMemory then reads through a bounce buffer.
+/// 1-31 bytes past `remote` modulo 4 KiB, from 2 KiB up (x86-64; false elsewhere). readPeerMemory then
+/// reads through a bounce buffer.
 bool kernelCopyAliasesSlowly(const void* dst, uint64_t remote, uint64_t bytes);
 
 }  // namespace conflux::shm
