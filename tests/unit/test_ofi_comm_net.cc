@@ -138,7 +138,7 @@ TEST(OfiNoticeBoard, NoticesAreKeptByTheCommunicatorTheyName) {
 TEST(OfiNoticeBoard, ProgressNoticesArriveBesideFailures) {
   using Clock = std::chrono::steady_clock;
   auto nowNs = [] { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); };
-  std::atomic<bool> heardFirst{false}, finished{false};
+  std::atomic<bool> heardFirst{false}, finished{false}, failureSent{false};
   runThreads(2, {}, [&](int rank, Transport& t, ThreadGroup& group) {
     CommNet net(borrowed(t));
     net.listenForNotices({1 - rank});
@@ -153,8 +153,11 @@ TEST(OfiNoticeBoard, ProgressNoticesArriveBesideFailures) {
       net.tellProgress(0, 5, 0, 0);              // progressed just now, itself
       const NoticeBoard::NoticeText text = NoticeBoard::compose(0, "rank 1 reported: broken");
       Request failure = t.isend(0, NoticeBoard::wireTag(), text.data(), NoticeBoard::kNoticeBytes);
-      while (!finished.load() && Clock::now() < until) t.progress();
+      // As above, the send's completion may come a moment after rank 0 read it and finished (rank 0 keeps
+      // progressing until then, in case the completion waits for it).
+      while ((!finished.load() || !failure.done()) && Clock::now() < until) t.progress();
       EXPECT_TRUE(failure.done());
+      failureSent.store(true);
     } else {
       while (net.heardProgress(1, 5).ns == 0 && Clock::now() < until) {
         t.progress();
@@ -174,6 +177,7 @@ TEST(OfiNoticeBoard, ProgressNoticesArriveBesideFailures) {
       EXPECT_LT(double(nowNs() - net.heardProgress(1, 5).ns) / 1e9, 1.0) << "a newer notice for the same call replaces the older";
       EXPECT_EQ(net.heardProgress(1, 5).hops, 0u);
       finished.store(true);
+      while (!failureSent.load() && Clock::now() < until) t.progress();
     }
     group.barrier();
   });
