@@ -42,9 +42,14 @@ void vectorCopy(void* dst, const void* src, size_t bytes) {
 
 }  // namespace
 
+bool storesTrailLoadsBy4KAlias(const void* dst, uintptr_t src) {
+  const uintptr_t ahead = (reinterpret_cast<uintptr_t>(dst) - src) % kPageBytes;
+  return ahead != 0 && ahead < kAliasWindow;
+}
+
 bool memcpyAliasesSlowly(const void* dst, const void* src, size_t bytes) {
-  const uintptr_t ahead = (reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(src)) % kPageBytes;
-  return bytes >= kRepMovsbMinBytes && bytes < kRepMovsbMaxBytes && ahead != 0 && ahead < kAliasWindow;
+  return bytes >= kRepMovsbMinBytes && bytes < kRepMovsbMaxBytes &&
+         storesTrailLoadsBy4KAlias(dst, reinterpret_cast<uintptr_t>(src));
 }
 
 void copyBytes(void* dst, const void* src, size_t bytes) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace conflux {
 
@@ -21,5 +22,9 @@ void copyBytes(void* dst, const void* src, size_t bytes);
 
 /// Whether copyBytes takes its vector loop for this copy: where glibc's memcpy was measured slow.
 bool memcpyAliasesSlowly(const void* dst, const void* src, size_t bytes);
+
+/// Whether `dst` lies 1-31 bytes past the address `src` modulo 4 KiB, where `rep movsb` (glibc's memcpy
+/// from 2 KiB, the kernel's process_vm_readv) was measured slow; `src` may be another process's address.
+bool storesTrailLoadsBy4KAlias(const void* dst, uintptr_t src);
 
 }  // namespace conflux

@@ -291,8 +291,8 @@ void RankExecutor::runLocal(const Op& op) {
       srcPtrs_.resize(op.nsrc);
       // PreMulSum: the sources read from this rank's own input get its scalar. The kernel's mask has 64
       // bits; no plan reduces its own input past source 63 (one-shot all-reduce stages it first; one-shot
-      // reduce-scatter, two-shot and the message-passing plans put it first), which the simulator's
-      // sweeps would catch as a wrong result.
+      // reduce-scatter, direct, two-shot and the message-passing plans put it first), which the
+      // simulator's plan checks enforce.
       uint64_t mask = 0;
       for (uint32_t i = 0; i < op.nsrc; ++i) {
         srcPtrs_[i] = resolve(plan_.src(op, i));

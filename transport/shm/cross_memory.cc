@@ -25,7 +25,6 @@ constexpr uint64_t kMaxPieceBytes = uint64_t{64} << 20;
 // source modulo 4 KiB: the same 4K aliasing as glibc's memcpy (core/copy_bytes.h), but at every size.
 // Such reads go through a bounce buffer at the source's page offset, copied on with copyBytes.
 constexpr uint64_t kPageBytes = 4096;
-constexpr uint64_t kAliasWindow = 32;
 constexpr uint64_t kAliasMinBytes = 2048;
 constexpr uint64_t kBounceBytes = uint64_t{128} << 10;  // a piece stays in L2 between the two copies
 
@@ -74,8 +73,7 @@ bool canReadPeerMemory(pid_t pid, uint64_t probeAddress, std::string& why) {
 
 bool kernelCopyAliasesSlowly(const void* dst, uint64_t remote, uint64_t bytes) {
 #if defined(__x86_64__)
-  const uint64_t ahead = (reinterpret_cast<uintptr_t>(dst) - remote) % kPageBytes;
-  return bytes >= kAliasMinBytes && ahead != 0 && ahead < kAliasWindow;
+  return bytes >= kAliasMinBytes && storesTrailLoadsBy4KAlias(dst, remote);
 #else  // measured on x86-64 only (as copyBytes)
   (void)dst, (void)remote, (void)bytes;
   return false;
