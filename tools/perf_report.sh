@@ -27,17 +27,23 @@
 #     -x ARGS    extra arguments for every conflux-perf run (e.g. "-d double", or "-R 1": cfxMemAlloc buffers)
 #     -t TAG     write performance-TAG.md and performance-TAG-<coll>.png instead (e.g. -t registered -x "-R 1")
 #     -L 0       no tail-latency runs (default: 1 without -t, 0 with it)
+#     -C 0|1     the two-core ceiling beside a 256 MiB all-reduce on cfxMemAlloc buffers (default: 1 when -x
+#                has "-R 1", else 0). Per repetition, after the sweeps:
+#                  bench_reduce --benchmark_filter='spread/real_time/threads:2' --benchmark_repetitions=3
+#                  conflux-perf allreduce --ranks 2 --compare mpi --pin -R 1 -b 256M -e 256M -n 10 -w 3
+#                one right after the other, so that each run's share of the ceiling is read against the
+#                memory speed of that moment (performance-method.md, "The ceiling")
 #     -d         dry run: print the commands and exit
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 py=/usr/bin/python3
 build=""; perf="${CONFLUX_PERF:-}"; reps=5; ranks="2 4"; colls="allreduce allgather reducescatter"
-maxsize=256M; outdir="$root/docs"; keep=""; aggregate_only=""; extra=""; dry=0; tag=""; latency=""
+maxsize=256M; outdir="$root/docs"; keep=""; aggregate_only=""; extra=""; dry=0; tag=""; latency=""; ceiling=""
 
 die() { echo "perf_report.sh: $*" >&2; exit 2; }
 
-while getopts "B:p:r:n:c:e:o:k:A:x:t:L:dh" opt; do
+while getopts "B:p:r:n:c:e:o:k:A:x:t:L:C:dh" opt; do
   case "$opt" in
     B) build=$OPTARG ;;
     p) perf=$OPTARG ;;
@@ -51,6 +57,7 @@ while getopts "B:p:r:n:c:e:o:k:A:x:t:L:dh" opt; do
     x) extra=$OPTARG ;;
     t) tag=$OPTARG ;;
     L) latency=$OPTARG ;;
+    C) ceiling=$OPTARG ;;
     d) dry=1 ;;
     h) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option (see -h)" ;;
@@ -60,6 +67,8 @@ done
 [[ -z "$tag" || "$tag" =~ ^[a-z0-9-]+$ ]] || die "-t needs lower-case letters, digits and dashes, got '$tag'"
 if [[ -z "$latency" ]]; then latency=$([[ -z "$tag" ]] && echo 1 || echo 0); fi
 [[ "$latency" =~ ^[01]$ ]] || die "-L needs 0 or 1, got '$latency'"
+if [[ -z "$ceiling" ]]; then ceiling=$([[ " $extra " == *" -R 1 "* ]] && echo 1 || echo 0); fi
+[[ "$ceiling" =~ ^[01]$ ]] || die "-C needs 0 or 1, got '$ceiling'"
 
 [[ -x "$py" ]] || die "$py not found: the aggregation and plots need Debian's python3 (with python3-matplotlib)"
 
@@ -80,6 +89,11 @@ if [[ -z "$aggregate_only" ]]; then
     die "conflux-perf is not built (looked in ${build:-build/ci, build, build*/} under perf/conflux_perf/, perf/ and bin/, and on PATH).
 Build it first, e.g.  cmake --build build/ci --target conflux-perf
 or name it with -p PATH or CONFLUX_PERF=PATH."
+  fi
+  # bench_reduce is built beside conflux-perf (perf/micro/ next to perf/conflux_perf/).
+  bench_reduce=$(realpath -m "$(dirname "$perf")/../micro/bench_reduce")
+  if [[ $ceiling -eq 1 && ! -x "$bench_reduce" && $dry -eq 0 ]]; then
+    die "-C 1 needs bench_reduce beside conflux-perf ($bench_reduce): cmake --build build/ci --target bench_reduce"
   fi
   if ! command -v mpirun >/dev/null 2>&1 && [[ $dry -eq 0 ]]; then
     die "mpirun not found: the comparison needs Open MPI (Debian: openmpi-bin libopenmpi-dev)"
@@ -103,9 +117,10 @@ if [[ -z "$aggregate_only" ]]; then
   run_one() {
     local stem=$1 label=$2 rep=$3 list=$4
     shift 4
-    local json="$raw/$stem.$rep.json" out="$raw/$stem.$rep.txt"
+    local json="$raw/$stem.$rep.json" out="$raw/$stem.$rep.txt" more=$extra
+    [[ $stem == ceiling-run ]] && more=""  # its own fixed command: -x is for the sweeps
     # shellcheck disable=SC2206
-    local cmd=("$perf" "$@" -J "$json" $extra)
+    local cmd=("$perf" "$@" -J "$json" $more)
     if [[ $dry -eq 1 ]]; then echo "${cmd[*]}"; return; fi
     echo "[$rep/$reps] $label" >&2
     # The cores' hand-over speed before and after (the host may move the vCPUs: performance-method.md).
@@ -117,11 +132,24 @@ if [[ -z "$aggregate_only" ]]; then
     [[ -s "$json" ]] || die "run wrote no JSON: ${cmd[*]}"
     "$perf" cores --samples 3 >> "$raw/$stem.$rep.cores.txt" 2>&1 || true
     if [[ $rep -eq 1 ]]; then
-      printf '%s\n' "${perf#"$root"/} $* -J $stem.<rep>.json${extra:+ $extra}" >> "$raw/$list"
+      printf '%s\n' "${perf#"$root"/} $* -J $stem.<rep>.json${more:+ $more}" >> "$raw/$list"
     fi
   }
   : > "$raw/commands.txt"
   : > "$raw/latency-commands.txt"
+  : > "$raw/ceiling-commands.txt"
+  # The ceiling of repetition REP: bench_reduce's fused kernel on both cores, into ceiling.REP.json.
+  run_ceiling() {
+    local rep=$1
+    local cmd=("$bench_reduce" --benchmark_filter='spread/real_time/threads:2' --benchmark_repetitions=3
+               --benchmark_report_aggregates_only=true --benchmark_format=json)
+    if [[ $dry -eq 1 ]]; then echo "${cmd[*]}"; return; fi
+    echo "[$rep/$reps] two-core ceiling" >&2
+    "${cmd[@]}" > "$raw/ceiling.$rep.json" 2> "$raw/ceiling.$rep.txt" || die "run failed: ${cmd[*]} (output in $raw/ceiling.$rep.txt)"
+    if [[ $rep -eq 1 ]]; then
+      printf '%s\n' "${bench_reduce#"$root"/} --benchmark_filter='spread/real_time/threads:2' --benchmark_repetitions=3" >> "$raw/ceiling-commands.txt"
+    fi
+  }
   for rep in $(seq 1 "$reps"); do
     for coll in $colls; do
       for n in $ranks; do
@@ -136,6 +164,11 @@ if [[ -z "$aggregate_only" ]]; then
         run_one "latency.$noise" "tail latency, noise $noise" "$rep" latency-commands.txt \
           allreduce --ranks 2 --compare mpi --pin -b 8 -e 4K -f 8 -n 10000 -w 200 --percentiles "${noise_args[@]}"
       done
+    fi
+    if [[ $ceiling -eq 1 ]]; then
+      run_ceiling "$rep"
+      run_one "ceiling-run" "256 MiB all-reduce beside the ceiling" "$rep" ceiling-commands.txt \
+        allreduce --ranks 2 --compare mpi --pin -R 1 -b 256M -e 256M -n 10 -w 3
     fi
   done
   [[ $dry -eq 1 ]] && exit 0
@@ -354,6 +387,52 @@ for noise in ("0", "2"):
         latency_lines.append(f"| {fmt_size(s)} | " + " | ".join(vals) + " |")
     latency_lines.append("")
 
+# The ceiling: per repetition, bench_reduce's fused kernel on both cores (median of its 3 repetitions),
+# then the 256 MiB all-reduce on cfxMemAlloc buffers; each run's share is read against its own moment.
+ceiling_lines = []
+ceiling_rows = []
+for f in sorted(glob.glob(os.path.join(raw, "ceiling.*.json")), key=lambda f: int(f.split(".")[-2])):
+    rep = f.split(".")[-2]
+    try:
+        bench = json.load(open(f))
+    except (OSError, ValueError):
+        continue
+    bound = next((b.get("busbw_bound_GBps") for b in bench.get("benchmarks", []) if b.get("aggregate_name") == "median"), None)
+    run = os.path.join(raw, f"ceiling-run.{rep}.json")
+    vals = {}
+    if os.path.exists(run):
+        for _, r in plot.load_inputs([run]):
+            for row in plot.rows_of(r):
+                vals = {(ip, base): plot.row_value(row, ip, base) for ip in (False, True) for base in (False, True)}
+    if bound and vals:
+        ceiling_rows.append((rep, bound, vals))
+if ceiling_rows:
+    def share(v, b):
+        return f"{100 * v / b:.0f}%" if v is not None and b else "–"
+    ceiling_lines = ["## Registered buffers at 256 MiB: share of the two-core ceiling", "",
+                     "Each repetition measured the ceiling (bench_reduce's fused reduce-and-spread kernel on both cores "
+                     "at once, median of 3; performance-method.md explains it) and right after it the 256 MiB "
+                     "all-reduce on `cfxMemAlloc` buffers, so that each run is read against the memory speed of its "
+                     "own moment. Bus bandwidth in GB/s.", "", "```"]
+    cmd_file = os.path.join(raw, "ceiling-commands.txt")
+    ceiling_lines += ([l.rstrip("\n") for l in open(cmd_file) if l.strip()] if os.path.exists(cmd_file)
+                      else ["(commands not recorded: report rebuilt with -A)"])
+    ceiling_lines += ["```", "",
+                      "| run | ceiling | Conflux | share | in place | share | Open MPI | in place |",
+                      "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    oop_shares, ip_shares = [], []
+    for rep, bound, v in ceiling_rows:
+        c, ci, m, mi = v.get((False, False)), v.get((True, False)), v.get((False, True)), v.get((True, True))
+        if c is not None:
+            oop_shares.append(c / bound)
+        if ci is not None:
+            ip_shares.append(ci / bound)
+        ceiling_lines.append(f"| {rep} | {num(bound)} | {num(c)} | {share(c, bound)} | {num(ci)} | {share(ci, bound)} | {num(m)} | {num(mi)} |")
+    pct = lambda xs: f"{100 * med(xs):.0f}%" if xs else "–"
+    ceiling_lines += ["", f"Median share: out of place {pct(oop_shares)}, in place {pct(ip_shares)} "
+                      f"(of {plural(len(ceiling_rows), 'run')}; lowest {pct([min(oop_shares)]) if oop_shares else '–'} "
+                      f"and {pct([min(ip_shares)]) if ip_shares else '–'}).", ""]
+
 if not sections:
     sys.exit(f"perf_report.sh: no JSON results in {raw}")
 
@@ -383,6 +462,7 @@ for coll, png in plots:
     md += [f"![{coll}]({png})", ""]
 md += ["\n\n".join(sections), ""]
 md += latency_lines
+md += ceiling_lines
 with open(os.path.join(outdir, stem + ".md"), "w") as f:
     f.write("\n".join(md))
 print(f"perf_report.sh: wrote {os.path.join(outdir, stem + '.md')} and {len(plots)} plot(s)")
