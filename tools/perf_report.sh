@@ -436,7 +436,7 @@ if ceiling_rows:
 if not sections:
     sys.exit(f"perf_report.sh: no JSON results in {raw}")
 
-heading = "# Performance: Conflux vs Open MPI" + (f" ({tag}: conflux-perf {extra})" if tag else "")
+heading = "# Performance: Conflux vs Open MPI" + (f" ({tag}: conflux-perf {extra})" if tag and extra else f" ({tag})" if tag else "")
 md = [heading, "",
       "Written by `tools/perf_report.sh`; how we measure (pinning, medians, noise) is in "
       "[performance-method.md](performance-method.md). Timings on these shared VMs vary up to ±2× from run "
