@@ -229,7 +229,12 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     env_.spinNs = 0;
   }
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
-  env_.streamStaging = config::getBool(config::Var::SHM_STREAM_STAGING);
+  env_.streamStaging = streamStagingFromConfig();
+  // Oversubscribed, a barrier's handoff times the scheduler (a late rank waits for its CPU), not the
+  // distance between cores: auto does not stream there.
+  if (cpuFit.oversubscribed() && env_.streamStaging == ExecEnv::StreamStaging::WhenFar) {
+    env_.streamStaging = ExecEnv::StreamStaging::Never;
+  }
   env_.windowRounds = static_cast<int>(windowRounds);
   env_.aborted = &aborted_;
   env_.net = net_.get();

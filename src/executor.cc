@@ -4,12 +4,15 @@
 #include "src/executor.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <string>
 
+#include "core/config.h"
 #include "core/copy_bytes.h"
+#include "core/error.h"
 #include "core/ticks.h"
 #include "src/rank_executor.h"
 #include "transport/shm/cross_memory.h"
@@ -178,9 +181,11 @@ bool RankExecutor::progress(bool& allDone) {
     }
     if (op.kind == OpKind::Barrier) {
       if (local_->barrierReached(st.generation)) {
+        if (st.waited) local_->noteBarrierSeen(st.generation);  // how far apart the cores are now
         completed(op, st);
         progressed = true;
       } else {
+        st.waited = true;
         localPending_ = true;
       }
     } else if (isRemote(op.peer)) {
@@ -347,6 +352,15 @@ void RankExecutor::runLocal(const Op& op) {
 }  // namespace conflux::exec
 
 namespace conflux {
+
+ExecEnv::StreamStaging streamStagingFromConfig() {
+  std::string v = config::getString(config::Var::SHM_STREAM_STAGING);
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (v == "auto") return ExecEnv::StreamStaging::WhenFar;
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return ExecEnv::StreamStaging::Always;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return ExecEnv::StreamStaging::Never;
+  throw Error(Code::InvalidArgument, "CONFLUX_SHM_STREAM_STAGING='" + v + "': must be auto, 1 or 0");
+}
 
 Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,
                ExecWorkspace& work) {

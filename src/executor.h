@@ -106,7 +106,9 @@ struct ExecEnv {
   int timeoutMs = 30000;
   int spinCount = 2000;
   int64_t spinNs = 0;             ///< After spinCount polls, polling goes on this long (CONFLUX_SPIN_US).
-  bool streamStaging = false;     ///< Copies into staging use non-temporal stores (CONFLUX_SHM_STREAM_STAGING).
+  /// Copies into staging use non-temporal stores (CONFLUX_SHM_STREAM_STAGING): Never, Always, or
+  /// WhenFar: while LocalGroup::coresFarApart() (judged per call, when the executor starts it).
+  enum class StreamStaging { Never, Always, WhenFar } streamStaging = StreamStaging::Never;
   int yieldCount = 0;             ///< sched_yield() calls before sleeping (oversubscribed nodes).
   /// Oversubscribed nodes: polls an eager call makes before yielding while every rank it waits for last
   /// ran on another CPU (CONFLUX_OVERSUBSCRIBED_REMOTE_SPIN_COUNT; 0 where not oversubscribed).
@@ -132,6 +134,7 @@ struct ExecWorkspace {
     uint64_t generation = 0;  ///< Barrier generation to wait for.
     bool started = false;     ///< Its dependencies completed and it began (messages: posted or streaming).
     bool complete = false;
+    bool waited = false;      ///< Barrier: polled at least once before it completed.
   };
   std::vector<OpState> states;
   std::vector<uint8_t> peerChecked;
@@ -175,6 +178,10 @@ Status reportFailure(const ExecEnv& env, const Status& s, int failedRank);
 /// (reportFailure) naming the rank to blame, which is a stopped process of this node when there is one
 /// (ranks wait on each other in chains, and the one at the end is the culprit), else `waitedFor`.
 Status reportTimeout(const ExecEnv& env, int64_t idleMs, const std::string& where, int waitedFor);
+
+/// CONFLUX_SHM_STREAM_STAGING as a policy: auto WhenFar, 1/true/yes/on Always, 0/false/no/off Never.
+/// Throws Error(InvalidArgument) naming the variable for anything else.
+ExecEnv::StreamStaging streamStagingFromConfig();
 
 /// Runs `plan` for this rank. Returns Ok, or the first error (also posted to every local rank).
 Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,

@@ -42,6 +42,9 @@ class RankExecutor {
         streamToRecv_(call.count * eltSize_ >= kStreamMessageBytes ||
                       (call.recvCold && call.count * eltSize_ >= kColdStreamBytes)),
         streamToPeers_(bufs.send != bufs.recv && call.count * eltSize_ >= kStreamToPeerBytes),
+        streamStaging_(env.streamStaging == ExecEnv::StreamStaging::Always ||
+                       (env.streamStaging == ExecEnv::StreamStaging::WhenFar && env.local != nullptr &&
+                        env.local->coresFarApart())),
         graph_(graph), windowRounds_(static_cast<uint32_t>(std::max(1, env.windowRounds))) {
     peerChecked_.assign(env.nranks, 0);
     if (env.net != nullptr) {
@@ -76,15 +79,15 @@ class RankExecutor {
   /// whose receive buffer is cold (ExecCall::recvCold), go to the caller's buffer with non-temporal
   /// stores: the lines are not in cache (or would be evicted before anyone reads them), and streaming
   /// skips the reads that ordinary stores cause (read-for-ownership). Copies into staging stream too
-  /// with CONFLUX_SHM_STREAM_STAGING=1 (ExecEnv::streamStaging): the peer then reads them from memory,
-  /// not from this core's cache, which is faster where the host runs the two cores far apart. A call with single-copy reads
+  /// with CONFLUX_SHM_STREAM_STAGING=1, and with auto while the cores are far apart (streamStaging_): the
+  /// peer then reads them from memory, not from this core's cache, which is faster there. A call with single-copy reads
   /// (taken only on warm buffers, src/direct_call.h) copies into its warm receive buffer with ordinary
   /// stores at every size below that (memcpy, which streams on its own only beyond a large share of the
   /// last-level cache): cpu::copy would stream from 1 MiB and push the warm lines out to memory.
   void copyOut(const BufRef& ref, std::byte* dst, const std::byte* src, uint64_t bytes) const {
     if (src == dst) return;
     const bool stream = (ref.kind == BufKind::Recv && streamToRecv_) || (isPeer(ref) && streamToPeers_) ||
-                        (ref.kind == BufKind::Staging && env_.streamStaging);
+                        (ref.kind == BufKind::Staging && streamStaging_);
     if (stream) {
       cpu::copyStreaming(dst, src, bytes);
       work_.streamedBytes += bytes;
@@ -233,6 +236,7 @@ class RankExecutor {
   ExecWorkspace& work_;
   const bool streamToRecv_;
   const bool streamToPeers_;
+  const bool streamStaging_;  // copies into staging stream (ExecEnv::streamStaging, decided per call)
   const OpGraph& graph_;
   const uint32_t windowRounds_;
   // The window: program positions [lo_, hi_). lo_ is the oldest unfinished operation; hi_ the end of the

@@ -94,6 +94,13 @@ class LocalGroup {
   virtual int barrierLaggard(uint64_t generation) const = 0;
   /// True when member `localPeer` has arrived at `generation`.
   virtual bool barrierReachedBy(int localPeer, uint64_t generation) const = 0;
+  /// Called once per barrier at which this member polled barrierReached in vain at least once, when it
+  /// has seen `generation` complete: lets the group time the last arrival's handoff to this member
+  /// (shm/core_distance.h). Default: nothing.
+  virtual void noteBarrierSeen(uint64_t generation) { (void)generation; }
+  /// Whether the members' cores are far apart now, as those handoffs show (shm/core_distance.h); a
+  /// member decides alone, from its own waits. Default: never.
+  virtual bool coresFarApart() const { return false; }
 
   // --- Waiting. ---
   /// Current value of this member's doorbell; read it BEFORE re-checking conditions, then sleep with it.

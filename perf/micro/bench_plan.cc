@@ -112,7 +112,7 @@ ExecEnv envFor(ShmWorld& w, int rank, int nranks, const std::atomic<bool>* abort
   env.timeoutMs = static_cast<int>(conflux::config::getInt(conflux::config::Var::TIMEOUT_MS));
   env.spinCount = static_cast<int>(conflux::config::getInt(conflux::config::Var::SPIN_COUNT));
   env.spinNs = std::clamp<int64_t>(conflux::config::getInt(conflux::config::Var::SPIN_US), 0, conflux::kMaxSpinUs) * 1000;
-  env.streamStaging = conflux::config::getBool(conflux::config::Var::SHM_STREAM_STAGING);
+  env.streamStaging = conflux::streamStagingFromConfig();
   env.checkArgs = conflux::config::getBool(conflux::config::Var::CHECK_ARGS);
   env.aborted = aborted;
   conflux::linkPeers(env, conflux::choiceFromLocalIndex(env.localIndex));

@@ -38,6 +38,7 @@ struct GroupFaults {
   uint32_t seed = 1;
   size_t maxPiece = 0;   ///< largest write accepted at once (0: whatever fits)
   int stallOneIn = 0;    ///< one write or read in this many finds nothing to do (0: never)
+  bool coresFar = false; ///< what coresFarApart() answers
 };
 
 class FakeNode {
@@ -141,6 +142,7 @@ class FakeNode::Group final : public transport::LocalGroup {
     return -1;
   }
   bool barrierReachedBy(int p, uint64_t gen) const override { return node_.members_[size_t(p)].arrivals.load() >= gen; }
+  bool coresFarApart() const override { return node_.faults_.coresFar; }
 
   uint32_t doorbell() const override { return node_.members_[size_t(me_)].bell.load(); }
   void sleep(uint32_t seen, int timeoutMs) override {

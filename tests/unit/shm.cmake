@@ -5,6 +5,7 @@ if(TARGET conflux_shm)
             ${CMAKE_CURRENT_LIST_DIR}/test_shm_channel.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_shm_sync.cc
             ${CMAKE_CURRENT_LIST_DIR}/test_cross_memory.cc
+            ${CMAKE_CURRENT_LIST_DIR}/test_core_distance.cc
     LIBS conflux_shm conflux_test_common
     LABELS multiproc
     TIMEOUT 60)

@@ -82,27 +82,39 @@ TEST(ExecutorOverFakeLocalGroup, DirectAllReduceStreamsLargePiecesToEveryRank) {
 }
 
 // CONFLUX_SHM_STREAM_STAGING (ExecEnv::streamStaging): the copies into staging stream, and nothing else
-// changes. Warm, small enough that recv never streams: without the setting nothing streams; with it,
-// one-shot all-gather streams every rank's input into its staging once (n blocks in all), and two-shot
-// all-reduce the n - 1 slices each rank stages for its peers.
+// changes; with auto (WhenFar) exactly while the local group says the cores are far apart. Warm, small
+// enough that recv never streams: without streaming nothing streams; with it, one-shot all-gather streams
+// every rank's input into its staging once (n blocks in all), and two-shot all-reduce the n - 1 slices
+// each rank stages for its peers.
 TEST(ExecutorOverFakeLocalGroup, StreamedStagingStreamsTheCopiesIntoStagingOnly) {
+  using Policy = conflux::ExecEnv::StreamStaging;
+  struct Case {
+    Policy policy;
+    bool far;
+    bool streams;
+  };
+  const Case cases[] = {{Policy::Never, false, false}, {Policy::Never, true, false},  {Policy::Always, false, true},
+                        {Policy::WhenFar, false, false}, {Policy::WhenFar, true, true}};
   const uint64_t count = 8191;
   for (int n : {2, 3}) {
-    for (bool stream : {false, true}) {
+    for (const Case& k : cases) {
       const std::vector<int> nodeOf(size_t(n), 0);
       for (Algo algo : {Algo::OneShot, Algo::TwoShot}) {
         const Collective c = algo == Algo::OneShot ? Collective::AllGather : Collective::AllReduce;
-        Cluster cluster(shape(nodeOf, 17));
-        for (int r = 0; r < n; ++r) cluster.rank(r).env.streamStaging = stream;
+        ClusterShape sh = shape(nodeOf, 17);
+        sh.group.coresFar = k.far;
+        Cluster cluster(sh);
+        for (int r = 0; r < n; ++r) cluster.rank(r).env.streamStaging = k.policy;
         std::vector<uint64_t> streamed;
-        const std::string what = describe(algo, c, nodeOf, count, 17) + (stream ? " streamed staging" : "");
+        const std::string what = describe(algo, c, nodeOf, count, 17) + " policy " +
+                                 std::to_string(static_cast<int>(k.policy)) + (k.far ? ", cores far apart" : ", cores close");
         checkCollective(cluster, algo, c, count, what, false, &streamed);
         if (HasFatalFailure()) return;
         uint64_t total = 0;
         for (uint64_t b : streamed) total += b;
         // All-gather: each rank stages its own block; all-reduce: each rank stages the n - 1 slices its
         // peers reduce, (n - 1) / n of the vector rounded to slices, so at least (n - 1) * (count / n).
-        if (!stream) {
+        if (!k.streams) {
           EXPECT_EQ(total, 0u) << what;
         } else if (c == Collective::AllGather) {
           EXPECT_EQ(total, uint64_t(n) * count * 4) << what;

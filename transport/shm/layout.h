@@ -26,7 +26,7 @@ inline constexpr size_t kPageBytes = 4096;
 inline constexpr size_t kSeparation = 128;
 /// "CFXSHM01" little-endian: identifies a Conflux segment of this layout family.
 inline constexpr uint64_t kSegmentMagic = 0x31304d4853584643ull;
-inline constexpr uint32_t kLayoutVersion = 6;  // 3: eager slots of four pages; 4: DirectSlot::sendAddress, sendBytes, coll, singleCopy; 5: ProgressWord::stamp; 6: eager slots of 17 pages
+inline constexpr uint32_t kLayoutVersion = 7;  // 3: eager slots of four pages; 4: DirectSlot::sendAddress, sendBytes, coll, singleCopy; 5: ProgressWord::stamp; 6: eager slots of 17 pages; 7: BarrierWord::stamp
 /// Call descriptors kept per rank (indexed by seq % kCallSlots).
 inline constexpr uint64_t kCallSlots = 16;
 /// Longest error message kept in a slot (characters, without the terminating NUL).
@@ -66,9 +66,15 @@ struct alignas(kSeparation) DoorbellWords {
   std::atomic<uint32_t> sleepers;
 };
 
-/// Barrier arrivals of the owner (monotonic; written only by the owner).
+/// Barrier arrivals of the owner (monotonic; written only by the owner). Before each arrival the owner
+/// stores `stamp`: the generation's low kBarrierStampTagBits bits above the steady-clock time of the
+/// arrival in ns (modulo 2^kBarrierStampNsBits), one word, so that a peer that saw the arrival reads
+/// when it happened and can tell a later arrival's stamp from it (ShmWorld::noteBarrierSeen).
+inline constexpr int kBarrierStampNsBits = 48;
+inline constexpr int kBarrierStampTagBits = 64 - kBarrierStampNsBits;
 struct alignas(kSeparation) BarrierWord {
   std::atomic<uint64_t> arrived;
+  std::atomic<uint64_t> stamp;
 };
 
 /// The owner's latest progress and the collective call it was made in (LocalGroup::publishProgress: the

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "transport/local_group.h"
+#include "transport/shm/core_distance.h"
 
 namespace conflux::shm {
 
@@ -82,6 +83,8 @@ class ShmWorld : public transport::LocalGroup {
   /// True when every local rank found at start-up that it can read every other's memory with
   /// process_vm_readv (ShmConfig::crossMemory, cross_memory.h); the same answer on every rank.
   virtual bool crossMemory() const = 0;
+  /// This rank's handoff samples and verdict so far (noteBarrierSeen, coresFarApart).
+  virtual const CoreDistance& coreDistance() const = 0;
 };
 
 }  // namespace conflux::shm
