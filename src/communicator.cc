@@ -175,6 +175,9 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   // The identity (launcher variables, the host name) is read only when metrics are asked for.
   const bool metricsOn = metrics::requested() && metrics::start(metrics::identityFromLauncher(rank_, localRank_));
 
+  // Parsed before the segments exist: a malformed value fails here, before peers wait on this rank.
+  const ExecEnv::StreamStaging streamStaging = streamStagingFromConfig();
+
   // Shared memory among the ranks of this node.
   shm::ShmConfig cfg;
   cfg.dir = config::getString(config::Var::SHM_DIR);
@@ -229,7 +232,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     env_.spinNs = 0;
   }
   env_.checkArgs = config::getBool(config::Var::CHECK_ARGS);
-  env_.streamStaging = streamStagingFromConfig();
+  env_.streamStaging = streamStaging;
   // Oversubscribed, a barrier's handoff times the scheduler (a late rank waits for its CPU), not the
   // distance between cores: auto does not stream there.
   if (cpuFit.oversubscribed() && env_.streamStaging == ExecEnv::StreamStaging::WhenFar) {

@@ -354,12 +354,14 @@ void RankExecutor::runLocal(const Op& op) {
 namespace conflux {
 
 ExecEnv::StreamStaging streamStagingFromConfig() {
-  std::string v = config::getString(config::Var::SHM_STREAM_STAGING);
+  const std::string given = config::getString(config::Var::SHM_STREAM_STAGING);
+  std::string v = given;
   std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (v == "auto") return ExecEnv::StreamStaging::WhenFar;
   if (v == "1" || v == "true" || v == "yes" || v == "on") return ExecEnv::StreamStaging::Always;
   if (v == "0" || v == "false" || v == "no" || v == "off") return ExecEnv::StreamStaging::Never;
-  throw Error(Code::InvalidArgument, "CONFLUX_SHM_STREAM_STAGING='" + v + "': must be auto, 1 or 0");
+  throw Error(Code::InvalidArgument, "CONFLUX_SHM_STREAM_STAGING='" + given +
+                                         "': must be auto, 1 (or true, yes, on) or 0 (or false, no, off)");
 }
 
 Status execute(const Plan& plan, const ExecBuffers& bufs, const ExecCall& call, const ExecEnv& env,

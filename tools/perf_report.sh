@@ -90,8 +90,9 @@ if [[ -z "$aggregate_only" ]]; then
 Build it first, e.g.  cmake --build build/ci --target conflux-perf
 or name it with -p PATH or CONFLUX_PERF=PATH."
   fi
-  # bench_reduce is built beside conflux-perf (perf/micro/ next to perf/conflux_perf/).
+  # bench_reduce is built beside conflux-perf (perf/micro/ next to perf/conflux_perf/), or installed beside it.
   bench_reduce=$(realpath -m "$(dirname "$perf")/../micro/bench_reduce")
+  [[ -x "$bench_reduce" ]] || bench_reduce=$(realpath -m "$(dirname "$perf")/bench_reduce")
   if [[ $ceiling -eq 1 && ! -x "$bench_reduce" && $dry -eq 0 ]]; then
     die "-C 1 needs bench_reduce beside conflux-perf ($bench_reduce): cmake --build build/ci --target bench_reduce"
   fi
@@ -146,6 +147,8 @@ if [[ -z "$aggregate_only" ]]; then
     if [[ $dry -eq 1 ]]; then echo "${cmd[*]}"; return; fi
     echo "[$rep/$reps] two-core ceiling" >&2
     "${cmd[@]}" > "$raw/ceiling.$rep.json" 2> "$raw/ceiling.$rep.txt" || die "run failed: ${cmd[*]} (output in $raw/ceiling.$rep.txt)"
+    grep -q '"aggregate_name": "median"' "$raw/ceiling.$rep.json" ||
+      echo "perf_report.sh: bench_reduce measured no ceiling (its threads:2 run needs 2 CPUs): repetition $rep has no ceiling row" >&2
     if [[ $rep -eq 1 ]]; then
       printf '%s\n' "${bench_reduce#"$root"/} --benchmark_filter='spread/real_time/threads:2' --benchmark_repetitions=3" >> "$raw/ceiling-commands.txt"
     fi

@@ -9,7 +9,9 @@ each setting's time over the baseline's (and Open MPI's over Conflux's).
   tools/placement_ab.py --seconds 1080 --json runs.json        # measure, then report
   tools/placement_ab.py --from-json runs.json                  # report only
 Settings: --setting NAME VAR=VALUE[,VAR=VALUE] (repeatable; default: streamed staging, and single-copy
-reads for all-gather).
+reads for all-gather). The baseline runs the library's defaults: since 2026-12-07 that includes
+CONFLUX_SHM_STREAM_STAGING=auto, so compare it with `--setting never CONFLUX_SHM_STREAM_STAGING=0
+--setting always CONFLUX_SHM_STREAM_STAGING=1` (the tables of 2026-12-06 had 0 as the baseline).
 """
 import argparse
 import json

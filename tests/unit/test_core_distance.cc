@@ -2,6 +2,7 @@
 // samples, and the samples two real processes take at shared-memory barriers.
 #include "transport/shm/core_distance.h"
 
+#include <atomic>
 #include <cstdio>
 
 #include "test_shm_util.h"
@@ -10,103 +11,152 @@ using conflux::shm::CoreDistance;
 using conflux::shm::ShmWorld;
 using namespace shmtest;
 
-TEST(CoreDistance, FarOnlyAfterAFullWindowOfSlowHandoffs) {
+using conflux::shm::barrierStamp;
+using conflux::shm::handoffSample;
+
+// Samples 1 us apart (steady-clock ns), far below the staleness limit.
+struct Feed {
   CoreDistance d;
-  EXPECT_FALSE(d.far());
-  EXPECT_EQ(d.lowest(), 0);
+  int64_t now = 1000000;
+  bool add(int64_t ns) { return d.add(ns, now += 1000); }
+  bool far() const { return d.far(now); }
+};
+
+TEST(CoreDistance, FarOnlyAfterAFullWindowOfSlowHandoffs) {
+  Feed f;
+  EXPECT_FALSE(f.far());
+  EXPECT_EQ(f.d.lowest(), 0);
   for (int i = 0; i < CoreDistance::kWindow - 1; ++i) {
-    EXPECT_FALSE(d.add(300)) << i;
-    EXPECT_FALSE(d.far()) << "far after " << i + 1 << " samples, before a full window";
+    EXPECT_FALSE(f.add(300)) << i;
+    EXPECT_FALSE(f.far()) << "far after " << i + 1 << " samples, before a full window";
   }
-  EXPECT_TRUE(d.add(CoreDistance::kFarNs));  // the window is full, its lowest sample at the threshold
-  EXPECT_TRUE(d.far());
-  EXPECT_EQ(d.lowest(), CoreDistance::kFarNs);
-  EXPECT_EQ(d.samples(), uint64_t(CoreDistance::kWindow));
+  EXPECT_TRUE(f.add(CoreDistance::kFarNs));  // the window is full, its lowest sample at the threshold
+  EXPECT_TRUE(f.far());
+  EXPECT_EQ(f.d.lowest(), CoreDistance::kFarNs);
+  EXPECT_EQ(f.d.samples(), uint64_t(CoreDistance::kWindow));
 }
 
 TEST(CoreDistance, OneFastHandoffMeansClose) {
-  CoreDistance d;
-  for (int i = 0; i < CoreDistance::kWindow; ++i) d.add(500);
-  ASSERT_TRUE(d.far());
-  EXPECT_FALSE(d.add(CoreDistance::kCloseNs));  // between the thresholds: the verdict holds
-  EXPECT_TRUE(d.far());
-  EXPECT_TRUE(d.add(CoreDistance::kCloseNs - 1));
-  EXPECT_FALSE(d.far());
-  EXPECT_EQ(d.lowest(), CoreDistance::kCloseNs - 1);
+  Feed f;
+  for (int i = 0; i < CoreDistance::kWindow; ++i) f.add(500);
+  ASSERT_TRUE(f.far());
+  EXPECT_FALSE(f.add(CoreDistance::kCloseNs));  // between the thresholds: the verdict holds
+  EXPECT_TRUE(f.far());
+  EXPECT_TRUE(f.add(CoreDistance::kCloseNs - 1));
+  EXPECT_FALSE(f.far());
+  EXPECT_EQ(f.d.lowest(), CoreDistance::kCloseNs - 1);
   // Close, a window whose lowest lies between the thresholds does not make it far again.
-  for (int i = 0; i < CoreDistance::kWindow; ++i) d.add(CoreDistance::kFarNs - 1);
-  EXPECT_FALSE(d.far());
-  for (int i = 0; i < CoreDistance::kWindow - 1; ++i) EXPECT_FALSE(d.add(CoreDistance::kFarNs)) << i;
-  EXPECT_TRUE(d.add(CoreDistance::kFarNs));  // now the whole window is at or above the threshold
-  EXPECT_TRUE(d.far());
+  for (int i = 0; i < CoreDistance::kWindow; ++i) f.add(CoreDistance::kFarNs - 1);
+  EXPECT_FALSE(f.far());
+  for (int i = 0; i < CoreDistance::kWindow - 1; ++i) EXPECT_FALSE(f.add(CoreDistance::kFarNs)) << i;
+  EXPECT_TRUE(f.add(CoreDistance::kFarNs));  // now the whole window is at or above the threshold
+  EXPECT_TRUE(f.far());
 }
 
 TEST(CoreDistance, SlowSamplesAgeOutOfTheWindow) {
-  CoreDistance d;
-  d.add(50);
-  for (int i = 0; i < CoreDistance::kWindow - 1; ++i) d.add(400);
-  EXPECT_FALSE(d.far());  // the 50 ns sample is still in the window
-  EXPECT_EQ(d.lowest(), 50);
-  EXPECT_TRUE(d.add(400));  // it has left
-  EXPECT_TRUE(d.far());
-  EXPECT_EQ(d.lowest(), 400);
+  Feed f;
+  f.add(50);
+  for (int i = 0; i < CoreDistance::kWindow - 1; ++i) f.add(400);
+  EXPECT_FALSE(f.far());  // the 50 ns sample is still in the window
+  EXPECT_EQ(f.d.lowest(), 50);
+  EXPECT_TRUE(f.add(400));  // it has left
+  EXPECT_TRUE(f.far());
+  EXPECT_EQ(f.d.lowest(), 400);
 }
 
-TEST(CoreDistance, NegativeSamplesAreIgnored) {
-  CoreDistance d;
-  for (int i = 0; i < 3 * CoreDistance::kWindow; ++i) EXPECT_FALSE(d.add(-5));
-  EXPECT_EQ(d.samples(), 0u);
-  EXPECT_FALSE(d.far());
+TEST(CoreDistance, NegativeAndOverlongSamplesAreIgnored) {
+  Feed f;
+  for (int i = 0; i < 3 * CoreDistance::kWindow; ++i) {
+    EXPECT_FALSE(f.add(-5));
+    EXPECT_FALSE(f.add(CoreDistance::kMaxSampleNs + 1));  // a late peer or a wake-up, not a handoff
+  }
+  EXPECT_EQ(f.d.samples(), 0u);
+  EXPECT_FALSE(f.far());
+}
+
+TEST(CoreDistance, AVerdictWithoutRecentSamplesIsForgotten) {
+  Feed f;
+  for (int i = 0; i < CoreDistance::kWindow; ++i) f.add(400);
+  ASSERT_TRUE(f.far());
+  f.now += CoreDistance::kStaleNs;  // no wait at a barrier for a second
+  EXPECT_FALSE(f.far());
+  // The old samples are gone: one slow sample is not a full window.
+  f.add(400);
+  EXPECT_FALSE(f.far());
+  EXPECT_EQ(f.d.samples(), 1u);
+  for (int i = 0; i < CoreDistance::kWindow - 1; ++i) f.add(400);
+  EXPECT_TRUE(f.far());
+}
+
+TEST(CoreDistance, HandoffSampleIsNowMinusTheLatestStampOfThisGeneration) {
+  const uint64_t gen = 7;
+  const uint64_t s[3] = {barrierStamp(gen, 1000), barrierStamp(gen, 1300), barrierStamp(gen, 1200)};
+  EXPECT_EQ(handoffSample(s, 3, gen, 1500), 200);  // the last arrival: 1300
+  EXPECT_EQ(handoffSample(s, 1, gen, 1500), 500);
+  // Another generation's stamp (a peer's earlier arrival in that slot): no sample.
+  const uint64_t mixed[2] = {barrierStamp(gen, 1000), barrierStamp(gen - 2, 1400)};
+  EXPECT_EQ(handoffSample(mixed, 2, gen, 1500), -1);
+  // The tag is the generation's low bits: generation 2^16 + 7 has tag 7.
+  EXPECT_EQ(handoffSample(s, 3, gen + (uint64_t{1} << 16), 1500), 200);
+  // A stamp ahead of now (a peer's clock ahead of ours): no sample.
+  EXPECT_EQ(handoffSample(s, 3, gen, 1250), -1);
+  EXPECT_EQ(handoffSample(s, 0, gen, 1500), -1);
+}
+
+TEST(CoreDistance, HandoffSampleWrapsWithTheStampsClock) {
+  const uint64_t gen = 3, top = conflux::shm::kStampNsMask;  // the stamps' clock wraps at 2^48 ns
+  const uint64_t s[2] = {barrierStamp(gen, top - 100), barrierStamp(gen, 50)};  // 50 is after the wrap
+  EXPECT_EQ(handoffSample(s, 2, gen, top + 1 + 80), 30);  // now, past 2^48: 80 in the stamps' clock
+  const uint64_t r[2] = {barrierStamp(gen, 50), barrierStamp(gen, top - 100)};
+  EXPECT_EQ(handoffSample(r, 2, gen, top + 1 + 80), 30);  // the later one wins in either order
 }
 
 // Two processes meet at barriers; rank 1 arrives late every other time, so rank 0 waits there and times
-// the handoff. Each sample is the time from rank 1's arrival to rank 0 seeing it: positive, and far
-// below a millisecond on an idle machine (the lowest one is printed). A barrier whose peer already
-// arrived at the next one gives no sample (its stamp is the next barrier's).
+// the handoff (samples from its other waits count too). Each sample is the time from the last arrival
+// to the waiter seeing it: rank 0 collects a window of them (on a loaded machine it may need more
+// rounds: it tells rank 1 through its staging when it has them), and its lowest is positive and at most
+// kMaxSampleNs (longer ones are not recorded).
 TEST(ShmBarrier, WaitsTimeTheLastArrivalsHandoff) {
   TempDir dir;
   const std::string tag = makeTag();
   Ranks ranks(2);
   ranks.run([&](int rank) {
     auto w = ShmWorld::create(smallConfig(dir.path, tag, rank, 2, 4096, 4096), ranks.exchange(rank));
-    // A stale stamp: rank 0 polls barrier 1 in vain, then lets rank 1 arrive at barrier 2 first.
-    uint64_t g = w->barrierArrive();
-    if (rank == 0) {
-      SHM_CHECK(waitFor(*w, [&] { return w->barrierReachedBy(1, g + 1); }, 2000));
-      SHM_CHECK(w->barrierReached(g));
-      w->noteBarrierSeen(g);
-      SHM_CHECK(w->coreDistance().samples() == 0);
-      g = w->barrierArrive();
-      SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g); }, 2000));
-    } else {
-      SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g); }, 2000));
-      g = w->barrierArrive();
-      SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g); }, 2000));
-    }
-    constexpr int kRounds = 400;
-    for (int i = 0; i < kRounds; ++i) {
+    // Rank 0's staging word: the round after which both stop (0: not yet). Written before rank 0 arrives
+    // at that round's barrier, read by rank 1 after it completes.
+    std::atomic_ref<uint64_t> stopAfter(*reinterpret_cast<uint64_t*>(w->staging(0, 0)));
+    if (rank == 0) stopAfter.store(0, std::memory_order_relaxed);
+    const uint64_t g0 = w->barrierArrive();
+    SHM_CHECK(waitFor(*w, [&] { return w->barrierReached(g0); }));
+    const double end = nowUs() + 20e6;
+    for (uint64_t i = 1;; ++i) {
+      SHM_CHECK(nowUs() < end);
       if (rank == 1 && i % 2 == 0) {
-        const double until = nowUs() + 5;  // arrive late: rank 0 is polling by then
+        const double until = nowUs() + 2;  // arrive late: rank 0 is polling by then
         while (nowUs() < until) {
         }
       }
-      g = w->barrierArrive();
+      if (rank == 0 && i >= 400 && w->coreDistance().samples() >= uint64_t(CoreDistance::kWindow) &&
+          stopAfter.load(std::memory_order_relaxed) == 0) {
+        stopAfter.store(i, std::memory_order_relaxed);
+      }
+      const uint64_t g = w->barrierArrive();
       bool waited = false;
-      const double deadline = nowUs() + 20e6;
       while (!w->barrierReached(g)) {
         waited = true;
-        SHM_CHECK(nowUs() < deadline);
+        SHM_CHECK(nowUs() < end);
       }
       if (waited) w->noteBarrierSeen(g);
+      const uint64_t stop = stopAfter.load(std::memory_order_relaxed);
+      if (stop != 0 && i >= stop) break;
     }
     if (rank == 0) {
       const CoreDistance& d = w->coreDistance();
-      std::printf("[ShmBarrier] %llu handoffs timed, lowest of the last %d: %lld ns (cores %s)\n",
+      std::printf("[ShmBarrier] %llu handoffs timed, lowest of the last %d: %lld ns\n",
                   static_cast<unsigned long long>(d.samples()), CoreDistance::kWindow,
-                  static_cast<long long>(d.lowest()), d.far() ? "far apart" : "close together");
-      SHM_CHECK(d.samples() >= uint64_t(kRounds / 4));
-      SHM_CHECK(d.lowest() > 0 && d.lowest() < 1000000);
-      SHM_CHECK(w->coresFarApart() == d.far());
+                  static_cast<long long>(d.lowest()));
+      SHM_CHECK(d.samples() >= uint64_t(CoreDistance::kWindow));
+      SHM_CHECK(d.lowest() > 0 && d.lowest() <= CoreDistance::kMaxSampleNs);
     }
   });
 }

@@ -11,12 +11,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <utility>
 
 #include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
 #include "executor_cluster.h"
 #include "src/rank_executor.h"  // kColdStreamBytes, kStreamMessageBytes
 
@@ -469,3 +472,31 @@ TEST(FakeLocalGroup, RejectsAChannelToItselfAndMembersOutOfRange) {
 }
 
 }  // namespace
+
+// CONFLUX_SHM_STREAM_STAGING as the policy: auto by default, the boolean spellings, and anything else
+// refused naming the variable and the value as given.
+TEST(ExecutorOverFakeLocalGroup, StreamStagingSettingParses) {
+  using Policy = conflux::ExecEnv::StreamStaging;
+  unsetenv("CONFLUX_SHM_STREAM_STAGING");
+  EXPECT_EQ(conflux::streamStagingFromConfig(), Policy::WhenFar);
+  const std::pair<const char*, Policy> good[] = {{"auto", Policy::WhenFar}, {"AUTO", Policy::WhenFar},
+                                                 {"1", Policy::Always},     {"true", Policy::Always},
+                                                 {"On", Policy::Always},    {"0", Policy::Never},
+                                                 {"no", Policy::Never},     {"OFF", Policy::Never}};
+  for (const auto& [value, policy] : good) {
+    setenv("CONFLUX_SHM_STREAM_STAGING", value, 1);
+    EXPECT_EQ(conflux::streamStagingFromConfig(), policy) << value;
+  }
+  for (const char* bad : {"2", "sometimes", " 1"}) {
+    setenv("CONFLUX_SHM_STREAM_STAGING", bad, 1);
+    try {
+      conflux::streamStagingFromConfig();
+      ADD_FAILURE() << "'" << bad << "' accepted";
+    } catch (const conflux::Error& e) {
+      EXPECT_EQ(e.code(), conflux::Code::InvalidArgument) << bad;
+      EXPECT_NE(std::string(e.what()).find(std::string("CONFLUX_SHM_STREAM_STAGING='") + bad + "'"), std::string::npos)
+          << e.what();
+    }
+  }
+  unsetenv("CONFLUX_SHM_STREAM_STAGING");
+}

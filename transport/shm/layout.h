@@ -66,15 +66,13 @@ struct alignas(kSeparation) DoorbellWords {
   std::atomic<uint32_t> sleepers;
 };
 
-/// Barrier arrivals of the owner (monotonic; written only by the owner). Before each arrival the owner
-/// stores `stamp`: the generation's low kBarrierStampTagBits bits above the steady-clock time of the
-/// arrival in ns (modulo 2^kBarrierStampNsBits), one word, so that a peer that saw the arrival reads
-/// when it happened and can tell a later arrival's stamp from it (ShmWorld::noteBarrierSeen).
-inline constexpr int kBarrierStampNsBits = 48;
-inline constexpr int kBarrierStampTagBits = 64 - kBarrierStampNsBits;
+/// Barrier arrivals of the owner (monotonic; written only by the owner). Before arriving at generation g
+/// the owner stores the arrival's stamp (transport/shm/core_distance.h: g's low bits and the steady-clock
+/// time) in stamp[g & 1]. A peer that saw g complete reads stamp[g & 1] before it arrives at g + 1, and
+/// the owner rewrites that slot only at g + 2, which it cannot reach before then.
 struct alignas(kSeparation) BarrierWord {
   std::atomic<uint64_t> arrived;
-  std::atomic<uint64_t> stamp;
+  std::atomic<uint64_t> stamp[2];
 };
 
 /// The owner's latest progress and the collective call it was made in (LocalGroup::publishProgress: the

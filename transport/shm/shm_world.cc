@@ -193,7 +193,7 @@ class ShmWorldImpl final : public ShmWorld {
     // same time: store and loads are seq_cst, so they are totally ordered and at least one of the two
     // sees the other's arrival (the Dekker argument) and rings.
     // The stamp first: a peer that sees this arrival reads it, or a later arrival's (another tag).
-    control(me()).barrier.stamp.store(barrierStamp(gen, steadyNs()), std::memory_order_relaxed);
+    control(me()).barrier.stamp[gen & 1].store(barrierStamp(gen, steadyNs()), std::memory_order_relaxed);
     control(me()).barrier.arrived.store(gen, std::memory_order_seq_cst);
     if (arrivedAll(gen, std::memory_order_seq_cst)) {
       for (int r = 0; r < cfg_.localSize; ++r)
@@ -208,30 +208,21 @@ class ShmWorldImpl final : public ShmWorld {
   }
 
   void noteBarrierSeen(uint64_t generation) override {
-    // The last arrival's time: every peer's stamp must still be this generation's (a peer already at the
-    // next barrier has overwritten its own; then there is no sample).
-    uint64_t last = 0;
-    bool first = true;
+    // The peers' stamps of this generation: the latest is the last arrival (core_distance.h).
+    stamps_.clear();
     for (int r = 0; r < cfg_.localSize; ++r) {
-      if (r == me()) continue;
-      const uint64_t stamp = control(r).barrier.stamp.load(std::memory_order_relaxed);
-      if (stamp >> kBarrierStampNsBits != barrierTag(generation)) return;
-      const uint64_t ns = stamp & kStampNsMask;
-      // Modulo 2^48 ns (78 hours): later means less than half the range ahead.
-      if (first || ((ns - last) & kStampNsMask) < kStampNsMask / 2) last = ns;
-      first = false;
+      if (r != me()) stamps_.push_back(control(r).barrier.stamp[generation & 1].load(std::memory_order_relaxed));
     }
-    if (first) return;
-    const uint64_t age = (steadyNs() - last) & kStampNsMask;
-    const int64_t sample = age < kStampNsMask / 2 ? static_cast<int64_t>(age) : -1;  // a clock behind ours
-    if (distance_.add(sample)) {
+    const auto now = static_cast<int64_t>(steadyNs());
+    const int64_t sample = handoffSample(stamps_.data(), static_cast<int>(stamps_.size()), generation, static_cast<uint64_t>(now));
+    if (distance_.add(sample, now)) {
       CFX_INFO(kTuning, "local rank %d: the cores are %s now (lowest of the last %d barrier handoffs: %lld ns)", me(),
-               distance_.far() ? "far apart" : "close together", CoreDistance::kWindow,
+               distance_.far(now) ? "far apart" : "close together", CoreDistance::kWindow,
                static_cast<long long>(distance_.lowest()));
     }
   }
 
-  bool coresFarApart() const override { return distance_.far(); }
+  bool coresFarApart() const override { return distance_.far(static_cast<int64_t>(steadyNs())); }
   const CoreDistance& coreDistance() const override { return distance_; }
 
   bool barrierReachedBy(int localPeer, uint64_t generation) const override {
@@ -362,11 +353,6 @@ class ShmWorldImpl final : public ShmWorld {
 
  private:
   int me() const { return cfg_.localRank; }
-  static constexpr uint64_t kStampNsMask = (uint64_t{1} << kBarrierStampNsBits) - 1;
-  static uint64_t barrierTag(uint64_t generation) { return generation & ((uint64_t{1} << kBarrierStampTagBits) - 1); }
-  static uint64_t barrierStamp(uint64_t generation, uint64_t ns) {
-    return barrierTag(generation) << kBarrierStampNsBits | (ns & kStampNsMask);
-  }
   static uint64_t steadyNs() {
     return static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
@@ -405,6 +391,7 @@ class ShmWorldImpl final : public ShmWorld {
   std::vector<pid_t> pids_;    ///< By local rank; 0 for a peer in another pid namespace.
   uint64_t barrierGen_ = 0;
   CoreDistance distance_;      ///< From this rank's barrier waits (noteBarrierSeen).
+  std::vector<uint64_t> stamps_;  ///< noteBarrierSeen's peers' stamps (kept: no allocation per barrier).
   bool crossMemory_ = false;   ///< Every local rank can read every other's memory (process_vm_readv).
 };
 
