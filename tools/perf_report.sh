@@ -225,6 +225,13 @@ def num(v):
 def med(xs):
     return statistics.median(xs) if xs else None
 
+def commands_block(name):
+    """The commands a run recorded in raw/NAME, as a fenced block and a blank line."""
+    path = os.path.join(raw, name)
+    cmds = ([l.rstrip("\n") for l in open(path) if l.strip()] if os.path.exists(path)
+            else ["(commands not recorded: report rebuilt with -A)"])
+    return ["```", *cmds, "```", ""]
+
 # `conflux-perf cores` before and after each run: the round trip of a cache line between the ranks' cores.
 # Where the host moved the vCPUs apart it rises about fivefold and shared-memory collectives slow down
 # with it (performance-method.md): the tables use the runs whose probes all stayed within 3x of the
@@ -377,11 +384,8 @@ for noise in ("0", "2"):
                          "All-reduce on 2 ranks, out of place, every one of 10,000 calls timed (`--percentiles`: "
                          "per call, the slowest rank's time); medians over the runs of p50, p99 and max, in µs. "
                          "\"With 2 neighbours\" runs two processes spinning on arithmetic beside the ranks "
-                         "(`--noise 2`), so the scheduler time-shares the ranks' cores.", "", "```"]
-        cmd_file = os.path.join(raw, "latency-commands.txt")
-        latency_lines += ([l.rstrip("\n") for l in open(cmd_file) if l.strip()] if os.path.exists(cmd_file)
-                          else ["(commands not recorded: report rebuilt with -A)"])
-        latency_lines += ["```", ""]
+                         "(`--noise 2`), so the scheduler time-shares the ranks' cores.", ""]
+        latency_lines += commands_block("latency-commands.txt")
     latency_lines += [f"### {'quiet' if noise == '0' else 'with ' + noise + ' neighbours'}, {plural(len(files), 'run')}", "",
                       "| size | Conflux p50 | p99 | max | Open MPI p50 | p99 | max |",
                       "|---:|---:|---:|---:|---:|---:|---:|"]
@@ -416,12 +420,9 @@ if ceiling_rows:
                      "Each repetition measured the ceiling (bench_reduce's fused reduce-and-spread kernel on both cores "
                      "at once, median of 3; performance-method.md explains it) and right after it the 256 MiB "
                      "all-reduce on `cfxMemAlloc` buffers, so that each run is read against the memory speed of its "
-                     "own moment. Bus bandwidth in GB/s.", "", "```"]
-    cmd_file = os.path.join(raw, "ceiling-commands.txt")
-    ceiling_lines += ([l.rstrip("\n") for l in open(cmd_file) if l.strip()] if os.path.exists(cmd_file)
-                      else ["(commands not recorded: report rebuilt with -A)"])
-    ceiling_lines += ["```", "",
-                      "| run | ceiling | Conflux | share | in place | share | Open MPI | in place |",
+                     "own moment. Bus bandwidth in GB/s.", ""]
+    ceiling_lines += commands_block("ceiling-commands.txt")
+    ceiling_lines += ["| run | ceiling | Conflux | share | in place | share | Open MPI | in place |",
                       "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     oop_shares, ip_shares = [], []
     for rep, bound, v in ceiling_rows:
