@@ -61,6 +61,10 @@ class FakeNode {
 
   /// Member `m`'s process "exited": every member's deadPeers() reports it from now on.
   void kill(int m) { members_[size_t(m)].dead.store(true); }
+  /// The barrier generations member `m` passed to noteBarrierSeen, in order (read once its calls ended).
+  const std::vector<uint64_t>& barriersSeen(int m) const { return members_[size_t(m)].barriersSeen; }
+  /// Barriers member `m` has arrived at.
+  uint64_t arrivals(int m) const { return members_[size_t(m)].arrivals.load(); }
 
  private:
   // The stream from one member to another, held by its receiver: `head` bytes ever written, `tail` bytes
@@ -76,6 +80,7 @@ class FakeNode {
     std::atomic<uint64_t> arrivals{0};
     std::atomic<bool> dead{false};
     std::atomic<uint64_t> completedCall{0};
+    std::vector<uint64_t> barriersSeen;  ///< noteBarrierSeen's generations (only this member's thread writes)
     std::mutex mutex;  // guards the fields below and is the doorbell's condition variable's
     std::condition_variable cv;
     std::atomic<uint32_t> bell{0};
@@ -143,6 +148,7 @@ class FakeNode::Group final : public transport::LocalGroup {
   }
   bool barrierReachedBy(int p, uint64_t gen) const override { return node_.members_[size_t(p)].arrivals.load() >= gen; }
   bool coresFarApart() const override { return node_.faults_.coresFar; }
+  void noteBarrierSeen(uint64_t gen) override { node_.members_[size_t(me_)].barriersSeen.push_back(gen); }
 
   uint32_t doorbell() const override { return node_.members_[size_t(me_)].bell.load(); }
   void sleep(uint32_t seen, int timeoutMs) override {

@@ -473,6 +473,35 @@ TEST(FakeLocalGroup, RejectsAChannelToItselfAndMembersOutOfRange) {
 
 }  // namespace
 
+// The executor tells the group of a barrier it waited at (LocalGroup::noteBarrierSeen, which times the
+// cores' distance) once, after the barrier completed: each member's noted generations rise strictly and
+// are barriers it arrived at. Over 20 two-shot all-reduces of many chunks (some 80 barriers per member)
+// at least one member waited somewhere.
+TEST(ExecutorOverFakeLocalGroup, BarrierWaitsAreNotedOnceEach) {
+  const std::vector<int> nodeOf{0, 0};
+  ClusterShape sh = shape(nodeOf, 5);
+  sh.stagingBytes = 4096;  // two-shot chunks of 4 KiB: many barriers per call
+  Cluster cluster(sh);
+  for (int call = 0; call < 20; ++call) {
+    checkCollective(cluster, Algo::TwoShot, Collective::AllReduce, 8191, "two-shot, call " + std::to_string(call));
+    if (HasFatalFailure()) return;
+  }
+  size_t noted = 0;
+  for (int m = 0; m < 2; ++m) {
+    const std::vector<uint64_t>& seen = cluster.node(0).barriersSeen(m);
+    noted += seen.size();
+    for (size_t i = 0; i < seen.size(); ++i) {
+      EXPECT_GE(seen[i], 1u) << "member " << m;
+      EXPECT_LE(seen[i], cluster.node(0).arrivals(m)) << "member " << m << " noted a barrier it never arrived at";
+      if (i > 0) {
+        EXPECT_GT(seen[i], seen[i - 1]) << "member " << m << " noted barrier " << seen[i] << " twice or out of order";
+      }
+    }
+  }
+  EXPECT_GT(cluster.node(0).arrivals(0), 40u);
+  EXPECT_GT(noted, 0u) << "no member waited at any of the barriers";
+}
+
 // CONFLUX_SHM_STREAM_STAGING as the policy: auto by default, the boolean spellings, and anything else
 // refused naming the variable and the value as given.
 TEST(ExecutorOverFakeLocalGroup, StreamStagingSettingParses) {
