@@ -9,7 +9,8 @@
 //   - the survivors shrink the communicator (cfxCommShrink) and the new one gives the right sum;
 //   - cfxCommAbort and cfxCommDestroy of the failed communicator return within a stated bound;
 //   - nothing leaks: the process's file descriptors and threads are back where they were before init,
-//     and no segment of the run is left in /dev/shm.
+//     no segment of the run is left in /dev/shm, and in a sanitizer build LeakSanitizer finds no block
+//     that the communicator left unreachable.
 // A short stop must leave every rank's calls correct and error-free.
 //
 //   conflux-fault-matrix [--runs N] [--seed S] [--cells NAME,...] [--timeout-ms MS] [--list]
@@ -34,6 +35,15 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+
+// As tests/common/child_processes.cc: libfabric 1.17's rxm frees neither a connection's record after its
+// peer aborted nor some buffers of an endpoint closed over a broken connection. They are the provider's
+// leaks, not ours (every frame of their stacks is in libfabric.so).
+extern "C" __attribute__((visibility("default"))) const char* __lsan_default_suppressions() { return "leak:libfabric.so\n"; }
+#endif
 
 #include "conflux/conflux.h"
 #include "core/cli_numbers.h"
@@ -115,6 +125,7 @@ struct RankRecord {
   double abortDestroyMs;
   int shrinkOk;            // 1: the shrunk communicator's sum was right; 0: it was not; -1: not tried
   int fdsLeaked, threadsLeaked;
+  int memoryLeaked;        // 1: LeakSanitizer found unreachable blocks after the destroy (sanitizer builds)
   int calls;
   char message[640];
 };
@@ -234,6 +245,10 @@ int rankMain(const Run& run, int rank, Shared& sh) {
     rec.threadsLeaked = liveThreadsSettled(threadsBefore, 500) - threadsBefore;
     rec.fdsLeaked = openDescriptors() - fdsBefore;
     if (rec.fdsLeaked > 0) printDescriptors(rank);
+#if defined(__SANITIZE_ADDRESS__)
+    // The rank ends with _exit, which skips LeakSanitizer's check at exit: run it now, after the destroy.
+    rec.memoryLeaked = __lsan_do_recoverable_leak_check() != 0 ? 1 : 0;
+#endif
     rec.phase.store(3);
   };
   cfxResult_t r = cfxCommInitRank(&comm, run.nranks, sh.id, rank);
@@ -367,6 +382,7 @@ std::string runOnce(const Run& run, double* worstDetect, double* worstAbort, int
       if (rec.phase.load() != 3) why = who + "did not finish";
       else if (rec.result != 0) why = who + "a short stop became an error: " + rec.message;
       else if (rec.fdsLeaked != 0 || rec.threadsLeaked != 0) why = who + "leaked descriptors or threads";
+      else if (rec.memoryLeaked != 0) why = who + "LeakSanitizer found leaks (its report is on the rank's stderr)";
       continue;
     }
     if (r == run.victim) continue;
@@ -389,6 +405,7 @@ std::string runOnce(const Run& run, double* worstDetect, double* worstAbort, int
     else if (rec.fdsLeaked != 0 && !(acrossNodes(*run.path) && rec.fdsLeaked <= kParkedRailFds))
       why = who + std::to_string(rec.fdsLeaked) + " descriptors leaked";
     else if (rec.threadsLeaked != 0) why = who + std::to_string(rec.threadsLeaked) + " threads leaked";
+    else if (rec.memoryLeaked != 0) why = who + "LeakSanitizer found leaks (its report is on the rank's stderr)";
     if (why.empty() && rec.fdsLeaked > 0) ++*parked;
     if (why.empty()) {
       *worstDetect = std::max(*worstDetect, detect);
