@@ -10,7 +10,9 @@
 #include <exception>
 #include <thread>
 
-#if defined(__SANITIZE_ADDRESS__)
+#include "tests/common/address_sanitizer.h"
+
+#if CONFLUX_TEST_ASAN
 #include <sanitizer/lsan_interface.h>
 
 // libfabric 1.17's rxm frees neither a connection's 376-byte record after its peer aborted nor some of its
@@ -60,7 +62,7 @@ class FailureToParent : public ::testing::EmptyTestEventListener {
   } catch (...) {
     report->send("uncaught exception of an unknown type");
   }
-#if defined(__SANITIZE_ADDRESS__)
+#if CONFLUX_TEST_ASAN
   // _exit skips LeakSanitizer's exit-time check: run it here, so that a child's leaks fail its test too.
   if (rc == 0 && __lsan_do_recoverable_leak_check() != 0) {
     report->send("LeakSanitizer found leaks (its report is on this child's stderr)");

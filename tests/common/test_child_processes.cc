@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tests/common/address_sanitizer.h"
 #include "tests/common/child_processes.h"
 
 namespace {
@@ -55,7 +56,7 @@ TEST(ChildProcesses, WaitForOneAndPidsOfTheRunning) {
   EXPECT_TRUE(children.wait(0, 10s).ok());
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#if CONFLUX_TEST_ASAN
 // Memory no pointer reaches any more, made in a frame that is gone by the time the check runs.
 void* volatile gSink = nullptr;
 __attribute__((noinline)) void leak() {
