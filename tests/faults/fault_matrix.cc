@@ -41,10 +41,9 @@
 #if CONFLUX_TEST_ASAN
 #include <sanitizer/lsan_interface.h>
 
-// As tests/common/child_processes.cc: libfabric 1.17's rxm frees neither a connection's record after its
-// peer aborted nor some buffers of an endpoint closed over a broken connection. They are the provider's
-// leaks, not ours; the descriptor counts check the libfabric objects Conflux opens.
-extern "C" __attribute__((visibility("default"))) const char* __lsan_default_suppressions() { return "leak:libfabric.so\n"; }
+extern "C" __attribute__((visibility("default"))) const char* __lsan_default_suppressions() {
+  return CONFLUX_TEST_LSAN_SUPPRESSIONS;
+}
 #endif
 
 #include "conflux/conflux.h"
@@ -65,6 +64,7 @@ constexpr double kShortStopMs = 400;
 // (closing it crashed libfabric 1.17: transport/ofi/endpoint.cc): its fabric, domain, CQ and endpoint
 // keep about ten descriptors until the process exits. Reported per cell, not counted as a leak.
 constexpr int kParkedRailFds = 12;
+constexpr const char* kMemoryLeaked = "LeakSanitizer found leaks (its report is on the rank's stderr)";
 
 double nowMs() {
   timespec ts;
@@ -384,7 +384,7 @@ std::string runOnce(const Run& run, double* worstDetect, double* worstAbort, int
       if (rec.phase.load() != 3) why = who + "did not finish";
       else if (rec.result != 0) why = who + "a short stop became an error: " + rec.message;
       else if (rec.fdsLeaked != 0 || rec.threadsLeaked != 0) why = who + "leaked descriptors or threads";
-      else if (rec.memoryLeaked != 0) why = who + "LeakSanitizer found leaks (its report is on the rank's stderr)";
+      else if (rec.memoryLeaked != 0) why = who + kMemoryLeaked;
       continue;
     }
     if (r == run.victim) continue;
@@ -407,7 +407,7 @@ std::string runOnce(const Run& run, double* worstDetect, double* worstAbort, int
     else if (rec.fdsLeaked != 0 && !(acrossNodes(*run.path) && rec.fdsLeaked <= kParkedRailFds))
       why = who + std::to_string(rec.fdsLeaked) + " descriptors leaked";
     else if (rec.threadsLeaked != 0) why = who + std::to_string(rec.threadsLeaked) + " threads leaked";
-    else if (rec.memoryLeaked != 0) why = who + "LeakSanitizer found leaks (its report is on the rank's stderr)";
+    else if (rec.memoryLeaked != 0) why = who + kMemoryLeaked;
     if (why.empty() && rec.fdsLeaked > 0) ++*parked;
     if (why.empty()) {
       *worstDetect = std::max(*worstDetect, detect);
