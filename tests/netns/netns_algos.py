@@ -152,7 +152,13 @@ def main(argv=None):
                                     time.strftime("%Y-%m-%d"))
     lines = ["## All-reduce algorithms across simulated nodes", "", setting, ""]
     sizes = sorted(times[names[0]])
-    if not a.no_selector:
+    if a.no_selector:
+        lines += ["| size | " + " | ".join(names) + " | best |", "|---" * (len(names) + 2) + "|"]
+        for size in sizes:
+            meds = {n: statistics.median(times[n][size]) for n in names if times[n].get(size)}
+            lines.append("| %s | %s | %s |" % (human(size), " | ".join(cell(times[n].get(size)) for n in names),
+                                               min(meds, key=meds.get)))
+    else:
         lines += ["| size | " + " | ".join(names) + " | best | selector | selector / best |",
                   "|---" * (len(names) + 4) + "|"]
         worst = 0.0
