@@ -19,7 +19,8 @@ conflux-perf (for example a `git worktree` of the commit before, built with --ta
 same rotation, and a second table gives per algorithm and size the median time of the baseline, of
 --build, and their ratio. --env K=V (repeatable) adds a variable to every run, e.g. CONFLUX_CHUNK_BYTES;
 --baseline-env K=V to the baseline's runs only (after --env), so that the baseline can be the same build
-with another setting; --no-selector leaves out the selector's own runs.
+with another setting; --no-selector leaves out the selector's own runs (without --baseline the table then
+gives each algorithm's median and the best per size).
 """
 import argparse
 import json
@@ -152,7 +153,7 @@ def main(argv=None):
                                     time.strftime("%Y-%m-%d"))
     lines = ["## All-reduce algorithms across simulated nodes", "", setting, ""]
     sizes = sorted(times[names[0]])
-    if a.no_selector:
+    if a.no_selector and not base:
         lines += ["| size | " + " | ".join(names) + " | best |", "|---" * (len(names) + 2) + "|"]
         for size in sizes:
             meds = {n: statistics.median(times[n][size]) for n in names if times[n].get(size)}
