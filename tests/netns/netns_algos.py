@@ -159,7 +159,7 @@ def main(argv=None):
             meds = {n: statistics.median(times[n][size]) for n in names if times[n].get(size)}
             lines.append("| %s | %s | %s |" % (human(size), " | ".join(cell(times[n].get(size)) for n in names),
                                                min(meds, key=meds.get)))
-    else:
+    elif not a.no_selector:
         lines += ["| size | " + " | ".join(names) + " | best | selector | selector / best |",
                   "|---" * (len(names) + 4) + "|"]
         worst = 0.0
