@@ -153,19 +153,23 @@ def main(argv=None):
                                     time.strftime("%Y-%m-%d"))
     lines = ["## All-reduce algorithms across simulated nodes", "", setting, ""]
     sizes = sorted(times[names[0]])
+
+    def medians_at(size):
+        """{algorithm: median time} at @p size, and the fastest algorithm."""
+        meds = {n: statistics.median(times[n][size]) for n in names if times[n].get(size)}
+        return meds, min(meds, key=meds.get)
+
     if a.no_selector and not base:
         lines += ["| size | " + " | ".join(names) + " | best |", "|---" * (len(names) + 2) + "|"]
         for size in sizes:
-            meds = {n: statistics.median(times[n][size]) for n in names if times[n].get(size)}
             lines.append("| %s | %s | %s |" % (human(size), " | ".join(cell(times[n].get(size)) for n in names),
-                                               min(meds, key=meds.get)))
+                                               medians_at(size)[1]))
     elif not a.no_selector:
         lines += ["| size | " + " | ".join(names) + " | best | selector | selector / best |",
                   "|---" * (len(names) + 4) + "|"]
         worst = 0.0
         for size in sizes:
-            meds = {n: statistics.median(times[n][size]) for n in names if times[n].get(size)}
-            best = min(meds, key=meds.get)
+            meds, best = medians_at(size)
             auto = statistics.median(times["auto"][size])
             chosen = choices.get(size, ("?", ""))[0]
             ratio = auto / meds[best]
