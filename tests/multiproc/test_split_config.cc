@@ -250,6 +250,28 @@ TEST(CommSplit, ManyLiveChildrenSharingEndpointsStillCarryLargeMessages) {
   EXPECT_TRUE(allSucceeded(out));
 }
 
+// CONFLUX_OFI_INFLIGHT=1: the failure notices' receive, posted to every peer for as long as the endpoints
+// live, took the one receive a rank could post to a peer, so the cost probe's first message never
+// arrived and every rank timed out at init. Receives get one more than the setting: init (with the probe)
+// and large and small all-reduces across the nodes complete, for the world and a split child alike.
+TEST(CommSplit, OneChunkInFlightStillMovesMessagesBesideTheStandingNoticeReceive) {
+  RunOptions opts;
+  opts.env = {{"CONFLUX_OFI_INFLIGHT", "1"}, {"CONFLUX_COST_PROBE", "1"}, {"CONFLUX_TIMEOUT_MS", "10000"}};
+  auto out = runRanks(4, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    simulateNode(rank / 2);
+    cfxComm_t world, child = nullptr;
+    if (cfxCommInitRank(&world, n, id, rank) != cfxSuccess) return 2;
+    EXPECT_TRUE(allReduces(world, rank, 1 + 2 + 3 + 4, 4)) << "rank " << rank << ": " << cfxGetLastError(world);
+    EXPECT_EQ(cfxCommSplit(world, 0, rank, &child, nullptr), cfxSuccess) << cfxGetLastError(world);
+    if (child == nullptr) return 1;
+    EXPECT_TRUE(allReduces(child, rank, 1 + 2 + 3 + 4, 4)) << "rank " << rank << ": " << cfxGetLastError(child);
+    EXPECT_EQ(cfxCommDestroy(child), cfxSuccess);
+    EXPECT_EQ(cfxCommDestroy(world), cfxSuccess);
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+}
+
 // A child whose call failed (rank 0 all-reduces alone and times out) leaves its tag space taken on the
 // failed rank when it goes: the next child of the same ranks gets space 2, not the space whose receives
 // may still be posted.

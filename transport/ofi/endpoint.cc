@@ -307,7 +307,10 @@ bool Rail::pumpPeer(int p, bool full[2]) {
         q.pop_front();
         continue;
       }
-      if (peer.posted[dir] >= uint32_t(cfg_.inflight)) break;
+      // Receives get one more: the failure notices' board (notice_board.h) keeps one posted to every peer
+      // for as long as the endpoints live, and with CONFLUX_OFI_INFLIGHT=1 it would otherwise take the
+      // only one, so that no data from that peer could ever be received.
+      if (peer.posted[dir] >= uint32_t(cfg_.inflight) + (dir == 0 ? 1u : 0u)) break;
       switch (postChunk(pe.op, pe.next)) {
         case PostResult::Posted: pe.next += uint32_t(cfg_.rails); break;
         case PostResult::Failed: q.pop_front(); break;

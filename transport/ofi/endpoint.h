@@ -3,7 +3,7 @@
 //
 // Flow control: operations wait in per-peer FIFO queues (one for sends and RMA writes, one for receives);
 // progress() posts their chunks round robin over peers while (a) the peer has fewer than `inflight` chunks
-// posted in that direction and (b) the rail has fewer than the provider's tx_attr->size / rx_attr->size
+// posted in that direction (receives: one more, for the failure notices' standing receive) and (b) the rail has fewer than the provider's tx_attr->size / rx_attr->size
 // posted. -FI_EAGAIN stops posting until the next progress() (which reads completions first). Chunks of
 // one queue are posted in order, so equal tags match in the order the caller posted them.
 #pragma once
@@ -25,7 +25,7 @@ struct RailConfig {
   int nranks = 1;
   int index = 0;       ///< this rail's number
   int rails = 1;       ///< rails per rank
-  int inflight = 8;    ///< chunks posted per peer and direction
+  int inflight = 8;    ///< chunks posted per peer and direction (receives: one more, see pumpPeer)
   size_t mrCacheEntries = 128;
   uint64_t writeFlags = 0;  ///< fi_writemsg flags: FI_COMPLETION (+ FI_DELIVERY_COMPLETE, see rma.h)
 };
