@@ -26,11 +26,7 @@ struct Model {
   /// Per-NIC bandwidth multiplier of a rank's transfer when k ranks of its node cross at once: with at
   /// least one NIC per rank, a rank stripes over its own R/L NICs (share L/R); with fewer, the k active
   /// ranks spread over the R NICs (share ceil(k/R)).
-  double share(int k) const {
-    const int R = std::max(1, p.nicsPerNode), L = std::max(1, sh.ranksPerNode);
-    if (R >= L) return double(L) / R;
-    return std::ceil(double(std::max(1, k)) / R);
-  }
+  double share(int k) const { return nicShare(k, sh.ranksPerNode, p.nicsPerNode); }
   double chunk() const { return double(std::max<uint64_t>(1, p.chunkBytes)); }
   /// One step moving b bytes per rank, in pieces of at most a chunk (one alpha each).
   /// Ranks sharing a NIC also queue their messages on it: the latency grows with the share too (but a
@@ -337,6 +333,32 @@ struct Model {
 };
 
 }  // namespace
+
+double nicShare(int k, int ranksPerNode, int nicsPerNode) {
+  const int R = std::max(1, nicsPerNode), L = std::max(1, ranksPerNode);
+  if (R >= L) return double(L) / R;
+  return std::ceil(double(std::max(1, k)) / R);
+}
+
+double nicBandwidthUnderLoad(const std::vector<double>& ratePerRank, const NodeLayout& layout, int nicsPerNode) {
+  size_t ranksPerNode = 1;
+  for (const auto& node : layout.nodes) ranksPerNode = std::max(ranksPerNode, node.size());
+  double slowestNode = 0;
+  for (const auto& node : layout.nodes) {
+    int crossing = 0;
+    double slowest = 0;
+    for (int r : node) {
+      const double rate = size_t(r) < ratePerRank.size() ? ratePerRank[size_t(r)] : 0;
+      if (rate <= 0) continue;
+      slowest = crossing == 0 ? rate : std::min(slowest, rate);
+      ++crossing;
+    }
+    if (crossing == 0) continue;
+    const double nic = slowest * nicShare(crossing, int(ranksPerNode), nicsPerNode);
+    slowestNode = slowestNode == 0 ? nic : std::min(slowestNode, nic);
+  }
+  return slowestNode;
+}
 
 double predictSeconds(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params) {
   if (shape.nranks < 1 || !algoSupports(a, c, shape.nranks)) return -1;

@@ -52,6 +52,17 @@ struct CostShape {
   bool uniform = true;     ///< every node has ranksPerNode ranks
 };
 
+/// The multiplier of one rank's transfer time on its NIC when `k` ranks of its node (of `ranksPerNode`)
+/// cross at once over `nicsPerNode` NICs: with at least one NIC per rank a rank stripes over its own
+/// R/L NICs (share L/R); with fewer, the k crossing ranks spread over the R NICs (share ceil(k/R)).
+double nicShare(int k, int ranksPerNode, int nicsPerNode);
+
+/// The per-NIC bandwidth that the model's share() turns back into `ratePerRank` (bytes per second each
+/// rank moved in one direction while every rank with a positive rate crossed at once; 0 for a rank that
+/// did not cross): per node, its slowest crossing rank's rate times the share of that many crossing
+/// ranks; the slowest node decides, as it paces a ring between nodes. 0 when no rank crossed.
+double nicBandwidthUnderLoad(const std::vector<double>& ratePerRank, const NodeLayout& layout, int nicsPerNode);
+
 /// Predicted seconds of `a` for collective `c` moving `bytes` (the larger of the send and receive
 /// buffers, as the selector sees calls). Negative when the model has no formula for the pair (the
 /// algorithm is then not a candidate).

@@ -76,8 +76,7 @@ struct Crossing {
 /// One rank's rounds, each as long as its slowest communication plus its local work.
 double rankSeconds(const Plan& plan, int rank, const std::vector<int>& node, const Crossing& cross,
                    const CostParams& params) {
-  const int R = std::max(1, params.nicsPerNode), L = std::max(1, cross.ranks);
-  auto share = [&](int k) { return R >= L ? double(L) / R : std::ceil(double(std::max(1, k)) / R); };
+  auto share = [&](int k) { return nicShare(k, cross.ranks, params.nicsPerNode); };
   const double reduceRate = params.fusedReduce ? 0.0 : 1.0 / params.reduceRate;  // seconds per byte
   double total = 0;
   for (size_t r = 0; r < plan.rounds.size(); ++r) {

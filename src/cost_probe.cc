@@ -66,23 +66,29 @@ T fromRank0(const transport::BlobAllGather& allGather, const T& mine) {
   return transport::allGatherValues(allGather, mine).front();
 }
 
-// Probe messages use call 0, which no collective uses (transport::collectiveTag), numbered from 0 (about
-// 60 of them, far below the failure notice's 0x7ff); they are all consumed before the first call.
-uint64_t probeTag(uint32_t i) { return transport::collectiveTag(i, 0); }
+// Probe messages use call 0, which no collective uses (transport::collectiveTag): the 46 round-trip
+// messages numbered from 0, the 18 stream rounds from kStreamTagBase (far below the failure notice's
+// 0x7ff); they are all consumed before the first call.
+constexpr uint32_t kStreamTagBase = 64;
+constexpr int kStreamWindows = 3, kStreamRounds = 6;
+static_assert(transport::collectiveTag(kStreamTagBase + kStreamWindows * kStreamRounds, 0) < transport::kFailureNoticeTag,
+              "the probe's tags must stay below the failure notice's");
+constexpr uint64_t probeTag(uint32_t i) { return transport::collectiveTag(i, 0); }
 
 void check(const Status& s, const char* what) {
   if (!s) throw Error(s.code(), std::string("cost probe (") + what + "): " + s.message());
 }
 
-/// The pair's half: 8-byte round trips, then windows of large messages from `peer`'s side, acked.
-/// Returns {alpha seconds, bytes per second} on the measuring side (rank 0), zeros on the other.
-std::pair<double, double> pingPong(transport::MessageTransport& t, int peer, bool measurer, int timeoutMs) {
-  auto wait = [&](std::span<transport::Request> reqs) {
-    return transport::waitAll(t, reqs, transport::Clock::now() + std::chrono::milliseconds(timeoutMs), "cost probe");
-  };
-  constexpr int kRoundTrips = 20, kWarm = 3, kWindow = 4, kWindows = 2;
-  constexpr size_t kMessage = size_t(2) << 20;
-  std::vector<uint8_t> small(8), big(kMessage * kWindow);
+Status waitFor(transport::MessageTransport& t, std::span<transport::Request> reqs, int timeoutMs) {
+  return transport::waitAll(t, reqs, transport::Clock::now() + std::chrono::milliseconds(timeoutMs), "cost probe");
+}
+
+/// The pair's half: 8-byte round trips. Returns the network's alpha in seconds on the measuring side
+/// (rank 0), zero on the other.
+double pingPong(transport::MessageTransport& t, int peer, bool measurer, int timeoutMs) {
+  constexpr int kRoundTrips = 20, kWarm = 3;
+  static_assert(2 * (kWarm + kRoundTrips) <= kStreamTagBase, "the round trips' tags run into the streams'");
+  std::vector<uint8_t> small(8);
   uint32_t tag = 0;
   // The median round trip, not the mean: on an oversubscribed machine one trip in twenty may wait for
   // a core (milliseconds), which a mean would charge to every message of the model (a 2 x 2 job in
@@ -91,32 +97,56 @@ std::pair<double, double> pingPong(transport::MessageTransport& t, int peer, boo
   for (int i = 0; i < kWarm + kRoundTrips; ++i) {
     const Clock::time_point t0 = Clock::now();
     transport::Request a = measurer ? t.isend(peer, probeTag(tag), small.data(), 8) : t.irecv(peer, probeTag(tag), small.data(), 8);
-    check(wait({&a, 1}), "latency");
+    check(waitFor(t, {&a, 1}, timeoutMs), "latency");
     ++tag;
     transport::Request b = measurer ? t.irecv(peer, probeTag(tag), small.data(), 8) : t.isend(peer, probeTag(tag), small.data(), 8);
-    check(wait({&b, 1}), "latency");
+    check(waitFor(t, {&b, 1}, timeoutMs), "latency");
     ++tag;
     if (i >= kWarm) trips.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   std::nth_element(trips.begin(), trips.begin() + trips.size() / 2, trips.end());
-  const double alpha = trips[trips.size() / 2] / 2;
-  double best = 0;
-  for (int w = 0; w < kWindows; ++w) {
-    std::vector<transport::Request> reqs;
-    const Clock::time_point start = Clock::now();
-    for (int m = 0; m < kWindow; ++m) {
-      uint8_t* buf = big.data() + size_t(m) * kMessage;
-      reqs.push_back(measurer ? t.isend(peer, probeTag(tag), buf, kMessage) : t.irecv(peer, probeTag(tag), buf, kMessage));
-      ++tag;
-    }
-    check(wait(reqs), "bandwidth");
-    transport::Request ack = measurer ? t.irecv(peer, probeTag(tag), small.data(), 1) : t.isend(peer, probeTag(tag), small.data(), 1);
-    check(wait({&ack, 1}), "bandwidth ack");
-    ++tag;
-    const double secs = std::chrono::duration<double>(Clock::now() - start).count() - 2 * alpha;
-    if (secs > 0) best = std::max(best, double(kMessage) * kWindow / secs);
+  return trips[trips.size() / 2] / 2;
+}
+
+/// Bandwidth as the collectives meet it: every rank at once runs rounds that send one `chunk` to the rank
+/// of its local index on the next node and receive one from the previous node's, the lock-step pattern
+/// of a ring between nodes with every local rank crossing (the inter-node phase of the hierarchical
+/// all-reduces). So ranks that share a NIC, a switch or the cores that run their network stacks share
+/// them here too (with a pair probed alone and the others idle, the model predicted 3 x 3 simulated
+/// nodes' ranks on 2 cores up to 2.6x too fast: docs/cost-model.md). The first window of rounds only
+/// lines the ranks up; each later one is timed from the end of the one before. Returns this rank's
+/// seconds per round, the better of the timed windows; 0 when no rank of the next or previous node
+/// shares its local index (nodes of unequal size).
+double streamRing(transport::MessageTransport& t, const NodeLayout& layout, int rank, size_t chunk, int timeoutMs) {
+  const int nodes = int(layout.nodes.size());
+  int node = 0, local = 0;
+  for (int n = 0; n < nodes; ++n) {
+    const auto& ranks = layout.nodes[size_t(n)];
+    const auto it = std::find(ranks.begin(), ranks.end(), rank);
+    if (it != ranks.end()) node = n, local = int(it - ranks.begin());
   }
-  return {alpha, best};
+  const auto at = [&](int n) {
+    const auto& ranks = layout.nodes[size_t((n + nodes) % nodes)];
+    return local < int(ranks.size()) ? ranks[size_t(local)] : -1;
+  };
+  const int next = at(node + 1), prev = at(node - 1);
+  std::vector<uint8_t> out(next >= 0 ? chunk : 0, 0x5a), in(prev >= 0 ? chunk : 0);
+  double best = 0;
+  Clock::time_point last = Clock::now();
+  uint32_t tag = kStreamTagBase;
+  for (int w = 0; w < kStreamWindows; ++w) {
+    for (int r = 0; r < kStreamRounds; ++r, ++tag) {
+      std::vector<transport::Request> reqs;
+      if (prev >= 0) reqs.push_back(t.irecv(prev, probeTag(tag), in.data(), chunk));
+      if (next >= 0) reqs.push_back(t.isend(next, probeTag(tag), out.data(), chunk));
+      check(waitFor(t, reqs, timeoutMs), "bandwidth");
+    }
+    const Clock::time_point now = Clock::now();
+    const double secs = std::chrono::duration<double>(now - last).count() / kStreamRounds;
+    if (w > 0 && secs > 0 && next >= 0 && prev >= 0) best = best == 0 ? secs : std::min(best, secs);
+    last = now;
+  }
+  return best;
 }
 
 /// Rank 0's local numbers: copy bandwidth (two copies per shared-memory transfer) and reduction rate.
@@ -215,18 +245,34 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
   }
 
   if (rank == 0 || rank == peer) {
-    const auto [alpha, bandwidth] = pingPong(net, rank == 0 ? peer : 0, rank == 0, timeoutMs);
+    const double alpha = pingPong(net, rank == 0 ? peer : 0, rank == 0, timeoutMs);
     if (rank == 0) {
       params.inter.alpha = alpha;
-      if (bandwidth > 0) params.inter.bandwidth = bandwidth;
       measureLocal(params);
-      params.source = "probe";
-      std::lock_guard<std::mutex> lock(gCacheMutex);
-      gCache[cacheKey] = params;
-      CFX_INFO(kTuning, "cost model probe: network alpha %.1f us, %.2f GB/s per NIC (%d per node); copy %.2f GB/s, "
-               "reduce %.2f GB/s", alpha * 1e6, params.inter.bandwidth / 1e9, nics, params.intra.bandwidth / 1e9,
-               params.reduceRate / 1e9);
     }
+  }
+  // Every rank streams at once, starting together: the round trips above measured a quiet network.
+  transport::allGatherValues(allGather, int32_t{0});
+  // The default chunk, whatever this communicator's: the numbers are kept per process and node pair.
+  const size_t chunk = kPipelineChunkBytes;
+  const double perRound = streamRing(net, layout, rank, chunk, timeoutMs);
+  const std::vector<double> perRoundOf = transport::allGatherValues(allGather, perRound);
+  if (rank == 0) {
+    // The model's step is alpha + bytes * share / bandwidth: each rank's rate is what is left of its
+    // round once the latency is taken out.
+    std::vector<double> rates(perRoundOf.size(), 0.0);
+    for (size_t r = 0; r < rates.size(); ++r) {
+      const double s = perRoundOf[r];
+      if (s > 0) rates[r] = double(chunk) / (s > 2 * params.inter.alpha ? s - params.inter.alpha : s);
+    }
+    const double bandwidth = nicBandwidthUnderLoad(rates, layout, nics);
+    if (bandwidth > 0) params.inter.bandwidth = bandwidth;
+    params.source = "probe";
+    std::lock_guard<std::mutex> lock(gCacheMutex);
+    gCache[cacheKey] = params;
+    CFX_INFO(kTuning, "cost model probe: network alpha %.1f us, %.2f GB/s per NIC (%d per node) with every rank "
+             "crossing at once; copy %.2f GB/s, reduce %.2f GB/s", params.inter.alpha * 1e6,
+             params.inter.bandwidth / 1e9, nics, params.intra.bandwidth / 1e9, params.reduceRate / 1e9);
   }
   params.windowRounds = windowRounds;
   const CostParams shared = unpack(fromRank0(allGather, pack(params, false)), chunkBytes, chooseChunk);

@@ -17,9 +17,13 @@ namespace conflux {
 /// order). In order of precedence:
 ///   - CONFLUX_COST_FILE: read by rank 0 (key=value lines, see loadCostFile);
 ///   - CONFLUX_COST_PROBE=1 (default): measured once per process and pair of nodes. Rank 0 and the first
-///     rank of node 1 ping-pong over @p net: 8-byte round trips give the network's alpha, windows of
-///     2 MiB messages (8 MiB, the better of two) its bandwidth; rank 0 times a memory copy and a reduction
-///     for the intra-node bandwidth and gamma. About 60 ms on a 2 Gbit/s link, a few ms on a fast one.
+///     rank of node 1 ping-pong over @p net: 8-byte round trips give the network's alpha (the median
+///     trip's half). Then every rank at once runs lock-step rounds of 1 MiB to the rank of its local
+///     index on the next node and from the previous node's (a ring between nodes with every local rank
+///     crossing, as the hierarchical all-reduces run); a round less alpha is a rank's transfer time, and
+///     the slowest rank's rate, made a per-NIC figure by the model's share (nicBandwidthUnderLoad), is the
+///     bandwidth. Rank 0 times a memory copy and a reduction for the intra-node bandwidth and gamma.
+///     About 150 ms with 1 Gbit/s per rank, a few ms on a fast network.
 ///   - otherwise the defaults of CostParams.
 /// NICs per node is the most distinct endpoint identities (Network::endpointKey: bound address and
 /// domains) among the ranks of one node. Rank 0's numbers are given to every rank, so all select alike.

@@ -199,6 +199,38 @@ TEST(CostModel, BestChunkTradesRoundsAgainstTheFill) {
 // Candidates the model cannot tell apart (within kTieMargin) go to the one registered first: on 4 nodes of
 // 1 rank ring, rhd, hier and hier_rhd move the same bytes and differ by a few latencies (measured in
 // namespaces, the ring ones were faster); a real difference still wins.
+// The probe's loaded bandwidth (every rank crossing at once) becomes the per-NIC figure that the model's
+// share turns back into the rates the ranks moved.
+TEST(CostModel, NicShareFollowsTheRanksPerNic) {
+  EXPECT_DOUBLE_EQ(nicShare(1, 1, 1), 1.0);
+  EXPECT_DOUBLE_EQ(nicShare(3, 3, 1), 3.0);  // three ranks on one NIC
+  EXPECT_DOUBLE_EQ(nicShare(1, 3, 1), 1.0);  // one of them crossing alone
+  EXPECT_DOUBLE_EQ(nicShare(4, 4, 2), 2.0);
+  EXPECT_DOUBLE_EQ(nicShare(3, 4, 2), 2.0);  // ceil(3 / 2)
+  EXPECT_DOUBLE_EQ(nicShare(2, 2, 2), 1.0);  // a NIC per rank
+  EXPECT_DOUBLE_EQ(nicShare(1, 1, 4), 0.25);  // one rank striping over four NICs
+  EXPECT_DOUBLE_EQ(nicShare(0, 0, 0), 1.0);  // degenerate counts are one
+}
+
+TEST(CostModel, BandwidthUnderLoadIsTheSlowestNodesPerNicRate) {
+  const NodeLayout twoByTwo = NodeLayout::fromNodeOf(std::vector<int>{0, 0, 1, 1});
+  // One NIC per node shared by two ranks, each moving 1 GB/s: the NIC moves 2.
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e9, 1e9, 1e9, 1e9}, twoByTwo, 1), 2e9);
+  // A NIC per rank: each moves its own NIC's rate; the slowest rank of the slowest node decides.
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e9, 0.8e9, 1e9, 0.9e9}, twoByTwo, 2), 0.8e9);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e9, 0.8e9, 1e9, 0.9e9}, twoByTwo, 1), 1.6e9);
+  // One rank striping over two NICs: each NIC carries half of its rate.
+  const NodeLayout twoByOne = NodeLayout::fromNodeOf(std::vector<int>{0, 1});
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({2e9, 3e9}, twoByOne, 2), 1e9);
+  // Nodes of unequal size: the rank without a counterpart did not cross (rate 0) and is left out of
+  // its node's count; the nodes' layout still sets the ranks per node.
+  const NodeLayout uneven = NodeLayout::fromNodeOf(std::vector<int>{0, 0, 1});
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e9, 0, 1.5e9}, uneven, 1), 1e9);
+  // Nobody crossed (or the rates are missing): no figure.
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({0, 0, 0, 0}, twoByTwo, 1), 0.0);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({}, twoByTwo, 1), 0.0);
+}
+
 TEST(CostModel, TiesGoToTheAlgorithmRegisteredFirst) {
   const CostParams p = rateLimitedLink();
   const CostShape fourByOne{4, 4, 1, true};
