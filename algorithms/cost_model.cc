@@ -340,24 +340,24 @@ double nicShare(int k, int ranksPerNode, int nicsPerNode) {
   return std::ceil(double(std::max(1, k)) / R);
 }
 
-double nicBandwidthUnderLoad(const std::vector<double>& ratePerRank, const NodeLayout& layout, int nicsPerNode) {
+LoadedNic nicBandwidthUnderLoad(const std::vector<double>& ratePerRank, const NodeLayout& layout, int nicsPerNode) {
   size_t ranksPerNode = 1;
   for (const auto& node : layout.nodes) ranksPerNode = std::max(ranksPerNode, node.size());
-  double slowestNode = 0;
+  LoadedNic slowest;
   for (const auto& node : layout.nodes) {
     int crossing = 0;
-    double slowest = 0;
+    double rate = 0;
     for (int r : node) {
-      const double rate = size_t(r) < ratePerRank.size() ? ratePerRank[size_t(r)] : 0;
-      if (rate <= 0) continue;
-      slowest = crossing == 0 ? rate : std::min(slowest, rate);
+      const double mine = size_t(r) < ratePerRank.size() ? ratePerRank[size_t(r)] : 0;
+      if (mine <= 0) continue;
+      rate = crossing == 0 ? mine : std::min(rate, mine);
       ++crossing;
     }
     if (crossing == 0) continue;
-    const double nic = slowest * nicShare(crossing, int(ranksPerNode), nicsPerNode);
-    slowestNode = slowestNode == 0 ? nic : std::min(slowestNode, nic);
+    const double share = nicShare(crossing, int(ranksPerNode), nicsPerNode);
+    if (slowest.bandwidth == 0 || rate * share < slowest.bandwidth) slowest = {rate * share, rate, share};
   }
-  return slowestNode;
+  return slowest;
 }
 
 double predictSeconds(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params) {

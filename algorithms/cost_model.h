@@ -57,11 +57,18 @@ struct CostShape {
 /// R/L NICs (share L/R); with fewer, the k crossing ranks spread over the R NICs (share ceil(k/R)).
 double nicShare(int k, int ranksPerNode, int nicsPerNode);
 
-/// The per-NIC bandwidth that the model's share() turns back into `ratePerRank` (bytes per second each
+/// What nicBandwidthUnderLoad found: the per-NIC figure, and the rank rate and share it came from.
+struct LoadedNic {
+  double bandwidth = 0;  ///< bytes per second per NIC (0: no rank crossed)
+  double rankRate = 0;   ///< the deciding node's slowest crossing rank's rate
+  double share = 0;      ///< nicShare of that node's crossing ranks: bandwidth = rankRate * share
+};
+
+/// The per-NIC bandwidth that the model's share turns back into `ratePerRank` (bytes per second each
 /// rank moved in one direction while every rank with a positive rate crossed at once; 0 for a rank that
 /// did not cross): per node, its slowest crossing rank's rate times the share of that many crossing
-/// ranks; the slowest node decides, as it paces a ring between nodes. 0 when no rank crossed.
-double nicBandwidthUnderLoad(const std::vector<double>& ratePerRank, const NodeLayout& layout, int nicsPerNode);
+/// ranks; the slowest node decides, as it paces a ring between nodes.
+LoadedNic nicBandwidthUnderLoad(const std::vector<double>& ratePerRank, const NodeLayout& layout, int nicsPerNode);
 
 /// Predicted seconds of `a` for collective `c` moving `bytes` (the larger of the send and receive
 /// buffers, as the selector sees calls). Negative when the model has no formula for the pair (the

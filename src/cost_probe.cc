@@ -115,8 +115,8 @@ double pingPong(transport::MessageTransport& t, int peer, bool measurer, int tim
 /// them here too (with a pair probed alone and the others idle, the model predicted 3 x 3 simulated
 /// nodes' ranks on 2 cores up to 2.6x too fast: docs/cost-model.md). The first window of rounds only
 /// lines the ranks up; each later one is timed from the end of the one before. Returns this rank's
-/// seconds per round, the better of the timed windows; 0 when no rank of the next or previous node
-/// shares its local index (nodes of unequal size).
+/// seconds per round, the better of the timed windows; 0 for a rank whose local index some node lacks
+/// (nodes of unequal size), which idles.
 double streamRing(transport::MessageTransport& t, const NodeLayout& layout, int rank, size_t chunk, int timeoutMs) {
   const int nodes = int(layout.nodes.size());
   int node = 0, local = 0;
@@ -125,25 +125,25 @@ double streamRing(transport::MessageTransport& t, const NodeLayout& layout, int 
     const auto it = std::find(ranks.begin(), ranks.end(), rank);
     if (it != ranks.end()) node = n, local = int(it - ranks.begin());
   }
-  const auto at = [&](int n) {
-    const auto& ranks = layout.nodes[size_t((n + nodes) % nodes)];
-    return local < int(ranks.size()) ? ranks[size_t(local)] : -1;
-  };
+  // Only local indices that every node has make complete rings; the other ranks of unequal nodes idle.
+  size_t common = layout.nodes.front().size();
+  for (const auto& ranks : layout.nodes) common = std::min(common, ranks.size());
+  if (size_t(local) >= common) return 0;
+  const auto at = [&](int n) { return layout.nodes[size_t((n + nodes) % nodes)][size_t(local)]; };
   const int next = at(node + 1), prev = at(node - 1);
-  std::vector<uint8_t> out(next >= 0 ? chunk : 0, 0x5a), in(prev >= 0 ? chunk : 0);
+  std::vector<uint8_t> out(chunk, 0x5a), in(chunk);
   double best = 0;
   Clock::time_point last = Clock::now();
   uint32_t tag = kStreamTagBase;
   for (int w = 0; w < kStreamWindows; ++w) {
     for (int r = 0; r < kStreamRounds; ++r, ++tag) {
-      std::vector<transport::Request> reqs;
-      if (prev >= 0) reqs.push_back(t.irecv(prev, probeTag(tag), in.data(), chunk));
-      if (next >= 0) reqs.push_back(t.isend(next, probeTag(tag), out.data(), chunk));
+      transport::Request reqs[2] = {t.irecv(prev, probeTag(tag), in.data(), chunk),
+                                    t.isend(next, probeTag(tag), out.data(), chunk)};
       check(waitFor(t, reqs, timeoutMs), "bandwidth");
     }
     const Clock::time_point now = Clock::now();
     const double secs = std::chrono::duration<double>(now - last).count() / kStreamRounds;
-    if (w > 0 && secs > 0 && next >= 0 && prev >= 0) best = best == 0 ? secs : std::min(best, secs);
+    if (w > 0 && secs > 0) best = best == 0 ? secs : std::min(best, secs);
     last = now;
   }
   return best;
@@ -265,14 +265,15 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
       const double s = perRoundOf[r];
       if (s > 0) rates[r] = double(chunk) / (s > 2 * params.inter.alpha ? s - params.inter.alpha : s);
     }
-    const double bandwidth = nicBandwidthUnderLoad(rates, layout, nics);
-    if (bandwidth > 0) params.inter.bandwidth = bandwidth;
+    const LoadedNic loaded = nicBandwidthUnderLoad(rates, layout, nics);
+    if (loaded.bandwidth > 0) params.inter.bandwidth = loaded.bandwidth;
     params.source = "probe";
     std::lock_guard<std::mutex> lock(gCacheMutex);
     gCache[cacheKey] = params;
-    CFX_INFO(kTuning, "cost model probe: network alpha %.1f us, %.2f GB/s per NIC (%d per node) with every rank "
-             "crossing at once; copy %.2f GB/s, reduce %.2f GB/s", params.inter.alpha * 1e6,
-             params.inter.bandwidth / 1e9, nics, params.intra.bandwidth / 1e9, params.reduceRate / 1e9);
+    CFX_INFO(kTuning, "cost model probe: network alpha %.1f us, %.4f GB/s per NIC (%d per node) with every rank "
+             "crossing at once (slowest rank %.4f GB/s x share %.2f); copy %.2f GB/s, reduce %.2f GB/s",
+             params.inter.alpha * 1e6, params.inter.bandwidth / 1e9, nics, loaded.rankRate / 1e9, loaded.share,
+             params.intra.bandwidth / 1e9, params.reduceRate / 1e9);
   }
   params.windowRounds = windowRounds;
   const CostParams shared = unpack(fromRank0(allGather, pack(params, false)), chunkBytes, chooseChunk);

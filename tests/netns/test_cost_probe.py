@@ -6,32 +6,39 @@
 The probe (src/cost_probe.cc) measures the network's bandwidth with every rank crossing at once and turns
 the slowest rank's rate into a per-NIC figure with the model's share. Each case makes a cluster whose
 links tc tbf limits to 1 Gbit/s, creates a communicator (conflux-perf, one tiny all-reduce) with
-CONFLUX_COST_SAVE, and checks what rank 0 saved: the NICs per node, and a per-NIC bandwidth between
-0.55 and 1.15 times the link's rate (lock-step rounds of 1 MiB read 80-90% of it here). A share applied
-the wrong way reads half or twice the link on the shared link (one NIC, two ranks crossing at once) and
-twice or half with a link per rank. Nodes of unequal size check that a rank without a counterpart on the
-next node neither hangs the probe nor counts as a crossing rank.
+CONFLUX_COST_SAVE, and checks rank 0's log line ("slowest rank R GB/s x share S") and saved parameters:
+the NICs per node; the share for the case (2 with two ranks crossing over one link, 1 with a link per
+rank and on the unequal nodes); the saved bandwidth equal to R x S; R no more than 1.15 times the link's
+rate divided among the ranks crossing over it; and the bandwidth between 0.25 and 1.15 times the link
+(lock-step rounds of 1 MiB read 80-90% of it on a quiet machine, about half with other tests running on
+the 2 cores, so the lower bound only catches a probe that measured nothing like the link). Nodes of
+unequal size check that a rank whose local index another node lacks idles: it neither hangs the probe nor
+counts as a crossing rank.
 
 Exit code 0 on success, 1 on a failure, 77 where namespaces or tc are unavailable.
 """
 import os
+import re
 import sys
 import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import netns_cluster as nc  # noqa: E402
+from netns_bench import skipped  # noqa: E402
 
 RATE = "1gbit"
 LINK_GBYTES = nc.parse_rate(RATE) / 8e9
-LOW, HIGH = 0.55, 1.15
+LOW, HIGH = 0.25, 1.15
+PROBE_LINE = re.compile(r"cost model probe: .* ([0-9.]+) GB/s per NIC \((\d+) per node\) with every rank crossing at "
+                        r"once \(slowest rank ([0-9.]+) GB/s x share ([0-9.]+)\)")
 
-# (nodes, ranks per node, rails, transport, NICs per node the probe must count)
+# (nodes, ranks per node, rails, transport, NICs per node, the share, ranks crossing over one link)
 CASES = [
-    (2, 2, "1", "ofi", 1),         # two ranks share one 1 Gbit/s link
-    (2, 2, "per-rank", "ofi", 2),  # a link per rank
-    (2, 2, "per-rank", "tcp", 2),
-    (3, "2,1,2", "1", "ofi", 1),   # unequal nodes: local rank 1 of node 0 has no rank 1 on node 1
+    (2, 2, "1", "ofi", 1, 2, 2),         # two ranks share one 1 Gbit/s link
+    (2, 2, "per-rank", "ofi", 2, 1, 1),  # a link per rank
+    (2, 2, "per-rank", "tcp", 2, 1, 1),
+    (3, "2,1,2", "1", "ofi", 1, 1, 1),   # unequal nodes: local rank 1 of node 0 has no rank 1 on node 1
 ]
 
 
@@ -46,11 +53,11 @@ def saved_parameters(path):
     return values
 
 
-def check_case(perf, nodes, ranks, rails, transport, nics, tmp):
+def check_case(perf, nodes, ranks, rails, transport, nics, share, per_link, tmp):
     name = "%d nodes x %s ranks, rails %s, %s" % (nodes, ranks, rails, transport)
     path = os.path.join(tmp, "costs-%d.txt" % len(os.listdir(tmp)))
     env = {"CONFLUX_NET": transport, "CONFLUX_COST_PROBE": "1", "CONFLUX_COST_SAVE": path,
-           "CONFLUX_TIMEOUT_MS": "20000"}
+           "CONFLUX_TIMEOUT_MS": "20000", "CONFLUX_DEBUG": "INFO", "CONFLUX_DEBUG_SUBSYS": "TUNING"}
     with nc.Cluster(nodes=nodes, ranks_per_node=ranks, rails=rails, rate=RATE) as c:
         res = c.run([perf, "allreduce", "-b", "8", "-e", "8", "-n", "1", "-w", "0"], timeout=120, fail_grace=20,
                     env=env, capture=True, echo=False)
@@ -59,12 +66,25 @@ def check_case(perf, nodes, ranks, rails, transport, nics, tmp):
         raise AssertionError("%s: conflux-perf failed with exit code %d" % (name, res.returncode))
     if not os.path.exists(path):
         raise AssertionError("%s: rank 0 saved no parameters (CONFLUX_COST_SAVE)" % name)
+    logged = [m for m in (PROBE_LINE.search(t) for r in res.ranks if r.rank == 0 for _, t in r.lines) if m]
+    if len(logged) != 1:
+        raise AssertionError("%s: rank 0 logged %d probe lines, want 1" % (name, len(logged)))
+    rank_rate, logged_share = float(logged[0].group(3)), float(logged[0].group(4))
     p = saved_parameters(path)
     bw = p.get("inter_gbytes_per_s", 0.0)
-    print("%s: inter_gbytes_per_s=%.4f (%.0f%% of the link), nics_per_node=%d, inter_alpha_us=%.1f" % (
-        name, bw, 100 * bw / LINK_GBYTES, int(p.get("nics_per_node", 0)), p.get("inter_alpha_us", 0.0)), flush=True)
+    print("%s: inter_gbytes_per_s=%.4f (%.0f%% of the link) = slowest rank %.4f x share %.2f, nics_per_node=%d, "
+          "inter_alpha_us=%.1f" % (name, bw, 100 * bw / LINK_GBYTES, rank_rate, logged_share,
+                                   int(p.get("nics_per_node", 0)), p.get("inter_alpha_us", 0.0)), flush=True)
     if int(p.get("nics_per_node", 0)) != nics:
         raise AssertionError("%s: nics_per_node %s, want %d" % (name, p.get("nics_per_node"), nics))
+    if logged_share != share:
+        raise AssertionError("%s: share %.2f, want %d" % (name, logged_share, share))
+    if abs(bw - rank_rate * logged_share) > 0.001 + 0.01 * bw:
+        raise AssertionError("%s: saved bandwidth %.4f is not the slowest rank's %.4f x the share %.2f"
+                             % (name, bw, rank_rate, logged_share))
+    if rank_rate > HIGH * LINK_GBYTES / per_link:
+        raise AssertionError("%s: a rank moved %.4f GB/s, more than its part of the link (%.4f / %d)"
+                             % (name, rank_rate, LINK_GBYTES, per_link))
     if not LOW * LINK_GBYTES <= bw <= HIGH * LINK_GBYTES:
         raise AssertionError("%s: the probe's bandwidth per NIC %.4f GB/s is not within %.2f-%.2f x the link's %.4f"
                              % (name, bw, LOW, HIGH, LINK_GBYTES))
@@ -72,9 +92,7 @@ def check_case(perf, nodes, ranks, rails, transport, nics, tmp):
 
 def main(argv):
     perf = argv[1]
-    problem = nc.capability_problem() or nc.tc_problem()
-    if problem:
-        print("netns: skipped: " + problem)
+    if skipped(RATE):
         return nc.SKIP_RC
     try:
         with tempfile.TemporaryDirectory(prefix="conflux-probe-") as tmp:

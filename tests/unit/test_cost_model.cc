@@ -215,20 +215,23 @@ TEST(CostModel, NicShareFollowsTheRanksPerNic) {
 TEST(CostModel, BandwidthUnderLoadIsTheSlowestNodesPerNicRate) {
   const NodeLayout twoByTwo = NodeLayout::fromNodeOf(std::vector<int>{0, 0, 1, 1});
   // One NIC per node shared by two ranks, each moving 1 GB/s: the NIC moves 2.
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e9, 1e9, 1e9, 1e9}, twoByTwo, 1), 2e9);
+  const LoadedNic shared = nicBandwidthUnderLoad({1e9, 1e9, 1e9, 1e9}, twoByTwo, 1);
+  EXPECT_DOUBLE_EQ(shared.bandwidth, 2e9);
+  EXPECT_DOUBLE_EQ(shared.rankRate, 1e9);
+  EXPECT_DOUBLE_EQ(shared.share, 2.0);
   // A NIC per rank: each moves its own NIC's rate; the slowest rank of the slowest node decides.
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e9, 0.8e9, 1e9, 0.9e9}, twoByTwo, 2), 0.8e9);
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e9, 0.8e9, 1e9, 0.9e9}, twoByTwo, 1), 1.6e9);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e9, 0.8e9, 1e9, 0.9e9}, twoByTwo, 2).bandwidth, 0.8e9);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e9, 0.8e9, 1e9, 0.9e9}, twoByTwo, 1).bandwidth, 1.6e9);
   // One rank striping over two NICs: each NIC carries half of its rate.
   const NodeLayout twoByOne = NodeLayout::fromNodeOf(std::vector<int>{0, 1});
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({2e9, 3e9}, twoByOne, 2), 1e9);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({2e9, 3e9}, twoByOne, 2).bandwidth, 1e9);
   // Nodes of unequal size: the rank without a counterpart did not cross (rate 0) and is left out of
   // its node's count; the nodes' layout still sets the ranks per node.
   const NodeLayout uneven = NodeLayout::fromNodeOf(std::vector<int>{0, 0, 1});
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e9, 0, 1.5e9}, uneven, 1), 1e9);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e9, 0, 1.5e9}, uneven, 1).bandwidth, 1e9);
   // Nobody crossed (or the rates are missing): no figure.
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({0, 0, 0, 0}, twoByTwo, 1), 0.0);
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({}, twoByTwo, 1), 0.0);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({0, 0, 0, 0}, twoByTwo, 1).bandwidth, 0.0);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({}, twoByTwo, 1).bandwidth, 0.0);
 }
 
 TEST(CostModel, TiesGoToTheAlgorithmRegisteredFirst) {
