@@ -340,21 +340,26 @@ double nicShare(int k, int ranksPerNode, int nicsPerNode) {
   return std::ceil(double(std::max(1, k)) / R);
 }
 
-LoadedNic nicBandwidthUnderLoad(const std::vector<double>& ratePerRank, const NodeLayout& layout, int nicsPerNode) {
+LoadedNic nicBandwidthUnderLoad(const std::vector<StreamSpan>& spans, int rounds, double bytesPerRound, double alpha,
+                                const NodeLayout& layout, int nicsPerNode) {
   size_t ranksPerNode = 1;
   for (const auto& node : layout.nodes) ranksPerNode = std::max(ranksPerNode, node.size());
   LoadedNic slowest;
   for (const auto& node : layout.nodes) {
     int crossing = 0;
-    double rate = 0;
+    double start = 0, end = 0;
     for (int r : node) {
-      const double mine = size_t(r) < ratePerRank.size() ? ratePerRank[size_t(r)] : 0;
-      if (mine <= 0) continue;
-      rate = crossing == 0 ? mine : std::min(rate, mine);
+      if (size_t(r) >= spans.size() || spans[size_t(r)].end <= spans[size_t(r)].start) continue;
+      const StreamSpan& mine = spans[size_t(r)];
+      start = crossing == 0 ? mine.start : std::min(start, mine.start);
+      end = crossing == 0 ? mine.end : std::max(end, mine.end);
       ++crossing;
     }
-    if (crossing == 0) continue;
+    if (crossing == 0 || rounds <= 0) continue;
+    const double round = (end - start) / rounds;
     const double share = nicShare(crossing, int(ranksPerNode), nicsPerNode);
+    const double transfer = std::max(round - alpha * std::max(1.0, share), round / 2);
+    const double rate = bytesPerRound / transfer;
     if (slowest.bandwidth == 0 || rate * share < slowest.bandwidth) slowest = {rate * share, rate, share};
   }
   return slowest;

@@ -60,15 +60,25 @@ double nicShare(int k, int ranksPerNode, int nicsPerNode);
 /// What nicBandwidthUnderLoad found: the per-NIC figure, and the rank rate and share it came from.
 struct LoadedNic {
   double bandwidth = 0;  ///< bytes per second per NIC (0: no rank crossed)
-  double rankRate = 0;   ///< the deciding node's slowest crossing rank's rate
+  double rankRate = 0;   ///< the deciding node's slowest crossing rank's bytes per second, latency taken out
   double share = 0;      ///< nicShare of that node's crossing ranks: bandwidth = rankRate * share
 };
 
-/// The per-NIC bandwidth that the model's share turns back into `ratePerRank` (bytes per second each
-/// rank moved in one direction while every rank with a positive rate crossed at once; 0 for a rank that
-/// did not cross): per node, its slowest crossing rank's rate times the share of that many crossing
-/// ranks; the slowest node decides, as it paces a ring between nodes.
-LoadedNic nicBandwidthUnderLoad(const std::vector<double>& ratePerRank, const NodeLayout& layout, int nicsPerNode);
+/// When one rank ran its timed rounds under load, in seconds on its node's steady clock (both 0: it did
+/// not cross).
+struct StreamSpan {
+  double start = 0, end = 0;
+};
+
+/// The per-NIC bandwidth from rounds run under load: each crossing rank ran `rounds` rounds moving
+/// `bytesPerRound` one way, all at once, during `spans[rank]`. Per node, the span from its first rank's
+/// start to its last rank's end, over `rounds`, is the round of every crossing rank (so ranks that drift
+/// apart, one running alone on a link the others have finished with, still count as sharing it); that
+/// round is the model's step for that many crossing ranks, alpha * max(1, share) + bytes * share /
+/// bandwidth, solved for the bandwidth (the transfer part kept at half the round or more, so that an
+/// alpha read high cannot make it vanish). The slowest node decides, as it paces a ring between nodes.
+LoadedNic nicBandwidthUnderLoad(const std::vector<StreamSpan>& spans, int rounds, double bytesPerRound, double alpha,
+                                const NodeLayout& layout, int nicsPerNode);
 
 /// Predicted seconds of `a` for collective `c` moving `bytes` (the larger of the send and receive
 /// buffers, as the selector sees calls). Negative when the model has no formula for the pair (the

@@ -70,8 +70,9 @@ T fromRank0(const transport::BlobAllGather& allGather, const T& mine) {
 // messages numbered from 0, the 18 stream rounds from kStreamTagBase (far below the failure notice's
 // 0x7ff); they are all consumed before the first call.
 constexpr uint32_t kStreamTagBase = 64;
-constexpr int kStreamWindows = 3, kStreamRounds = 6;
-static_assert(transport::collectiveTag(kStreamTagBase + kStreamWindows * kStreamRounds, 0) < transport::kFailureNoticeTag,
+constexpr int kStreamAlignRounds = 6, kStreamTimedRounds = 12;
+static_assert(transport::collectiveTag(kStreamTagBase + kStreamAlignRounds + kStreamTimedRounds, 0) <
+                  transport::kFailureNoticeTag,
               "the probe's tags must stay below the failure notice's");
 constexpr uint64_t probeTag(uint32_t i) { return transport::collectiveTag(i, 0); }
 
@@ -113,11 +114,13 @@ double pingPong(transport::MessageTransport& t, int peer, bool measurer, int tim
 /// of a ring between nodes with every local rank crossing (the inter-node phase of the hierarchical
 /// all-reduces). So ranks that share a NIC, a switch or the cores that run their network stacks share
 /// them here too (with a pair probed alone and the others idle, the model predicted 3 x 3 simulated
-/// nodes' ranks on 2 cores up to 2.6x too fast: docs/cost-model.md). The first window of rounds only
-/// lines the ranks up; each later one is timed from the end of the one before. Returns this rank's
-/// seconds per round, the better of the timed windows; 0 for a rank whose local index some node lacks
-/// (nodes of unequal size), which idles.
-double streamRing(transport::MessageTransport& t, const NodeLayout& layout, int rank, size_t chunk, int timeoutMs) {
+/// nodes' ranks on 2 cores up to 2.6x too fast: docs/cost-model.md). The first kStreamAlignRounds only
+/// line the ranks up; returns when this rank ran the kStreamTimedRounds after them, on the steady clock
+/// that the ranks of its node share. The rings of different local indices are not in step, so one may
+/// finish early and leave the link to the others: nicBandwidthUnderLoad therefore takes a node's rounds
+/// from its first start to its last end. A rank whose local index some node lacks (nodes of unequal
+/// size) idles and returns an empty span.
+StreamSpan streamRing(transport::MessageTransport& t, const NodeLayout& layout, int rank, size_t chunk, int timeoutMs) {
   const int nodes = int(layout.nodes.size());
   int node = 0, local = 0;
   for (int n = 0; n < nodes; ++n) {
@@ -128,25 +131,21 @@ double streamRing(transport::MessageTransport& t, const NodeLayout& layout, int 
   // Only local indices that every node has make complete rings; the other ranks of unequal nodes idle.
   size_t common = layout.nodes.front().size();
   for (const auto& ranks : layout.nodes) common = std::min(common, ranks.size());
-  if (size_t(local) >= common) return 0;
+  if (size_t(local) >= common) return {};
   const auto at = [&](int n) { return layout.nodes[size_t((n + nodes) % nodes)][size_t(local)]; };
   const int next = at(node + 1), prev = at(node - 1);
   std::vector<uint8_t> out(chunk, 0x5a), in(chunk);
-  double best = 0;
-  Clock::time_point last = Clock::now();
-  uint32_t tag = kStreamTagBase;
-  for (int w = 0; w < kStreamWindows; ++w) {
-    for (int r = 0; r < kStreamRounds; ++r, ++tag) {
-      transport::Request reqs[2] = {t.irecv(prev, probeTag(tag), in.data(), chunk),
-                                    t.isend(next, probeTag(tag), out.data(), chunk)};
-      check(waitFor(t, reqs, timeoutMs), "bandwidth");
-    }
-    const Clock::time_point now = Clock::now();
-    const double secs = std::chrono::duration<double>(now - last).count() / kStreamRounds;
-    if (w > 0 && secs > 0) best = best == 0 ? secs : std::min(best, secs);
-    last = now;
+  const auto seconds = [] { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); };
+  StreamSpan span;
+  for (int r = 0; r < kStreamAlignRounds + kStreamTimedRounds; ++r) {
+    if (r == kStreamAlignRounds) span.start = seconds();
+    const uint32_t tag = kStreamTagBase + uint32_t(r);
+    transport::Request reqs[2] = {t.irecv(prev, probeTag(tag), in.data(), chunk),
+                                  t.isend(next, probeTag(tag), out.data(), chunk)};
+    check(waitFor(t, reqs, timeoutMs), "bandwidth");
   }
-  return best;
+  span.end = seconds();
+  return span;
 }
 
 /// Rank 0's local numbers: copy bandwidth (two copies per shared-memory transfer) and reduction rate.
@@ -196,7 +195,7 @@ void saveCostParams(const CostParams& p) {
 }
 
 std::mutex gCacheMutex;
-std::map<std::string, CostParams> gCache;  // probed parameters by node pair (host ids) and job
+std::map<std::string, CostParams> gCache;  // probed parameters by job, rank 0's endpoints and node sizes
 
 }  // namespace
 
@@ -222,8 +221,10 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
   const std::string file = config::getString(config::Var::COST_FILE);
   const bool probe = config::getBool(config::Var::COST_PROBE) && layout.nodes.size() > 1;
   const int peer = layout.nodes.size() > 1 ? layout.nodes[1].front() : -1;
-  const std::string cacheKey = config::getString(config::Var::JOB_ID) + "|" + std::to_string(layout.nodes.size()) +
-                               "|" + std::to_string(nics) + "|" + endpointKey;
+  // The bandwidth depends on how many ranks of each node cross at once, so the node sizes are in the key:
+  // a split child with one rank per node measures its own.
+  std::string cacheKey = config::getString(config::Var::JOB_ID) + "|" + std::to_string(nics) + "|" + endpointKey + "|";
+  for (const auto& node : layout.nodes) cacheKey += std::to_string(node.size()) + ",";
   bool needProbe = false;
   if (rank == 0) {
     if (!file.empty()) {
@@ -253,19 +254,13 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
   }
   // Every rank streams at once, starting together: the round trips above measured a quiet network.
   transport::allGatherValues(allGather, int32_t{0});
-  // The default chunk, whatever this communicator's: the numbers are kept per process and node pair.
+  // The default chunk, whatever this communicator's: later communicators of the same shape reuse the numbers.
   const size_t chunk = kPipelineChunkBytes;
-  const double perRound = streamRing(net, layout, rank, chunk, timeoutMs);
-  const std::vector<double> perRoundOf = transport::allGatherValues(allGather, perRound);
+  const StreamSpan span = streamRing(net, layout, rank, chunk, timeoutMs);
+  const std::vector<StreamSpan> spans = transport::allGatherValues(allGather, span);
   if (rank == 0) {
-    // The model's step is alpha + bytes * share / bandwidth: each rank's rate is what is left of its
-    // round once the latency is taken out.
-    std::vector<double> rates(perRoundOf.size(), 0.0);
-    for (size_t r = 0; r < rates.size(); ++r) {
-      const double s = perRoundOf[r];
-      if (s > 0) rates[r] = double(chunk) / (s > 2 * params.inter.alpha ? s - params.inter.alpha : s);
-    }
-    const LoadedNic loaded = nicBandwidthUnderLoad(rates, layout, nics);
+    const LoadedNic loaded =
+        nicBandwidthUnderLoad(spans, kStreamTimedRounds, double(chunk), params.inter.alpha, layout, nics);
     if (loaded.bandwidth > 0) params.inter.bandwidth = loaded.bandwidth;
     params.source = "probe";
     std::lock_guard<std::mutex> lock(gCacheMutex);
