@@ -340,23 +340,21 @@ double nicShare(int k, int ranksPerNode, int nicsPerNode) {
   return std::ceil(double(std::max(1, k)) / R);
 }
 
-LoadedNic nicBandwidthUnderLoad(const std::vector<StreamSpan>& spans, int rounds, double bytesPerRound, double alpha,
+LoadedNic nicBandwidthUnderLoad(const std::vector<double>& secondsPerRound, double bytesPerRound, double alpha,
                                 const NodeLayout& layout, int nicsPerNode) {
   size_t ranksPerNode = 1;
   for (const auto& node : layout.nodes) ranksPerNode = std::max(ranksPerNode, node.size());
   LoadedNic slowest;
   for (const auto& node : layout.nodes) {
     int crossing = 0;
-    double start = 0, end = 0;
+    double round = 0;
     for (int r : node) {
-      if (size_t(r) >= spans.size() || spans[size_t(r)].end <= spans[size_t(r)].start) continue;
-      const StreamSpan& mine = spans[size_t(r)];
-      start = crossing == 0 ? mine.start : std::min(start, mine.start);
-      end = crossing == 0 ? mine.end : std::max(end, mine.end);
+      const double mine = size_t(r) < secondsPerRound.size() ? secondsPerRound[size_t(r)] : 0;
+      if (mine <= 0) continue;
+      round = std::max(round, mine);
       ++crossing;
     }
-    if (crossing == 0 || rounds <= 0) continue;
-    const double round = (end - start) / rounds;
+    if (crossing == 0) continue;
     const double share = nicShare(crossing, int(ranksPerNode), nicsPerNode);
     const double transfer = std::max(round - alpha * std::max(1.0, share), round / 2);
     const double rate = bytesPerRound / transfer;

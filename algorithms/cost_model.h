@@ -64,20 +64,13 @@ struct LoadedNic {
   double share = 0;      ///< nicShare of that node's crossing ranks: bandwidth = rankRate * share
 };
 
-/// When one rank ran its timed rounds under load, in seconds on its node's steady clock (both 0: it did
-/// not cross).
-struct StreamSpan {
-  double start = 0, end = 0;
-};
-
-/// The per-NIC bandwidth from rounds run under load: each crossing rank ran `rounds` rounds moving
-/// `bytesPerRound` one way, all at once, during `spans[rank]`. Per node, the span from its first rank's
-/// start to its last rank's end, over `rounds`, is the round of every crossing rank (so ranks that drift
-/// apart, one running alone on a link the others have finished with, still count as sharing it); that
-/// round is the model's step for that many crossing ranks, alpha * max(1, share) + bytes * share /
-/// bandwidth, solved for the bandwidth (the transfer part kept at half the round or more, so that an
-/// alpha read high cannot make it vanish). The slowest node decides, as it paces a ring between nodes.
-LoadedNic nicBandwidthUnderLoad(const std::vector<StreamSpan>& spans, int rounds, double bytesPerRound, double alpha,
+/// The per-NIC bandwidth from rounds run under load: `secondsPerRound[r]` is how long rank r's rounds
+/// took (its best window), each moving `bytesPerRound` one way while every rank with a positive entry
+/// crossed at once (0: the rank did not cross). Per node, its slowest crossing rank's round is the
+/// model's step for that many crossing ranks, alpha * max(1, share) + bytes * share / bandwidth, solved
+/// for the bandwidth (the transfer part kept at half the round or more, so that an alpha read high cannot
+/// make it vanish); the slowest node decides, as it paces a ring between nodes.
+LoadedNic nicBandwidthUnderLoad(const std::vector<double>& secondsPerRound, double bytesPerRound, double alpha,
                                 const NodeLayout& layout, int nicsPerNode);
 
 /// Predicted seconds of `a` for collective `c` moving `bytes` (the larger of the send and receive

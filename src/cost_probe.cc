@@ -70,8 +70,8 @@ T fromRank0(const transport::BlobAllGather& allGather, const T& mine) {
 // messages numbered from 0, the 18 stream rounds from kStreamTagBase (far below the failure notice's
 // 0x7ff); they are all consumed before the first call.
 constexpr uint32_t kStreamTagBase = 64;
-constexpr int kStreamAlignRounds = 6, kStreamTimedRounds = 12;
-static_assert(transport::collectiveTag(kStreamTagBase + kStreamAlignRounds + kStreamTimedRounds, 0) <
+constexpr int kStreamWindows = 3, kStreamRounds = 6;
+static_assert(transport::collectiveTag(kStreamTagBase + kStreamWindows * kStreamRounds, 0) <
                   transport::kFailureNoticeTag,
               "the probe's tags must stay below the failure notice's");
 constexpr uint64_t probeTag(uint32_t i) { return transport::collectiveTag(i, 0); }
@@ -114,13 +114,13 @@ double pingPong(transport::MessageTransport& t, int peer, bool measurer, int tim
 /// of a ring between nodes with every local rank crossing (the inter-node phase of the hierarchical
 /// all-reduces). So ranks that share a NIC, a switch or the cores that run their network stacks share
 /// them here too (with a pair probed alone and the others idle, the model predicted 3 x 3 simulated
-/// nodes' ranks on 2 cores up to 2.6x too fast: docs/cost-model.md). The first kStreamAlignRounds only
-/// line the ranks up; returns when this rank ran the kStreamTimedRounds after them, on the steady clock
-/// that the ranks of its node share. The rings of different local indices are not in step, so one may
-/// finish early and leave the link to the others: nicBandwidthUnderLoad therefore takes a node's rounds
-/// from its first start to its last end. A rank whose local index some node lacks (nodes of unequal
-/// size) idles and returns an empty span.
-StreamSpan streamRing(transport::MessageTransport& t, const NodeLayout& layout, int rank, size_t chunk, int timeoutMs) {
+/// nodes' ranks on 2 cores up to 2.6x too fast: docs/cost-model.md). The first window of rounds only
+/// lines the ranks up; each later one is timed from the end of the one before. Returns this rank's
+/// seconds per round, the better of the timed windows; 0 for a rank whose local index some node lacks
+/// (nodes of unequal size), which idles. The rings of different local indices are not in step: one that
+/// finished early leaves the link to the others, whose last window then reads more than their share
+/// (docs/cost-model.md, "The probe under load").
+double streamRing(transport::MessageTransport& t, const NodeLayout& layout, int rank, size_t chunk, int timeoutMs) {
   const int nodes = int(layout.nodes.size());
   int node = 0, local = 0;
   for (int n = 0; n < nodes; ++n) {
@@ -131,21 +131,25 @@ StreamSpan streamRing(transport::MessageTransport& t, const NodeLayout& layout, 
   // Only local indices that every node has make complete rings; the other ranks of unequal nodes idle.
   size_t common = layout.nodes.front().size();
   for (const auto& ranks : layout.nodes) common = std::min(common, ranks.size());
-  if (size_t(local) >= common) return {};
+  if (size_t(local) >= common) return 0;
   const auto at = [&](int n) { return layout.nodes[size_t((n + nodes) % nodes)][size_t(local)]; };
   const int next = at(node + 1), prev = at(node - 1);
   std::vector<uint8_t> out(chunk, 0x5a), in(chunk);
-  const auto seconds = [] { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); };
-  StreamSpan span;
-  for (int r = 0; r < kStreamAlignRounds + kStreamTimedRounds; ++r) {
-    if (r == kStreamAlignRounds) span.start = seconds();
-    const uint32_t tag = kStreamTagBase + uint32_t(r);
-    transport::Request reqs[2] = {t.irecv(prev, probeTag(tag), in.data(), chunk),
-                                  t.isend(next, probeTag(tag), out.data(), chunk)};
-    check(waitFor(t, reqs, timeoutMs), "bandwidth");
+  double best = 0;
+  Clock::time_point last = Clock::now();
+  uint32_t tag = kStreamTagBase;
+  for (int w = 0; w < kStreamWindows; ++w) {
+    for (int r = 0; r < kStreamRounds; ++r, ++tag) {
+      transport::Request reqs[2] = {t.irecv(prev, probeTag(tag), in.data(), chunk),
+                                    t.isend(next, probeTag(tag), out.data(), chunk)};
+      check(waitFor(t, reqs, timeoutMs), "bandwidth");
+    }
+    const Clock::time_point now = Clock::now();
+    const double secs = std::chrono::duration<double>(now - last).count() / kStreamRounds;
+    if (w > 0 && secs > 0) best = best == 0 ? secs : std::min(best, secs);
+    last = now;
   }
-  span.end = seconds();
-  return span;
+  return best;
 }
 
 /// Rank 0's local numbers: copy bandwidth (two copies per shared-memory transfer) and reduction rate.
@@ -256,11 +260,10 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
   transport::allGatherValues(allGather, int32_t{0});
   // The default chunk, whatever this communicator's: later communicators of the same shape reuse the numbers.
   const size_t chunk = kPipelineChunkBytes;
-  const StreamSpan span = streamRing(net, layout, rank, chunk, timeoutMs);
-  const std::vector<StreamSpan> spans = transport::allGatherValues(allGather, span);
+  const double perRound = streamRing(net, layout, rank, chunk, timeoutMs);
+  const std::vector<double> perRoundOf = transport::allGatherValues(allGather, perRound);
   if (rank == 0) {
-    const LoadedNic loaded =
-        nicBandwidthUnderLoad(spans, kStreamTimedRounds, double(chunk), params.inter.alpha, layout, nics);
+    const LoadedNic loaded = nicBandwidthUnderLoad(perRoundOf, double(chunk), params.inter.alpha, layout, nics);
     if (loaded.bandwidth > 0) params.inter.bandwidth = loaded.bandwidth;
     params.source = "probe";
     std::lock_guard<std::mutex> lock(gCacheMutex);

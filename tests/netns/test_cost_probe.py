@@ -9,9 +9,11 @@ links tc tbf limits to 1 Gbit/s, creates a communicator (conflux-perf, one tiny 
 CONFLUX_COST_SAVE, and checks rank 0's log line ("slowest rank R GB/s x share S") and saved parameters:
 the NICs per node; the share for the case (2 with two ranks crossing over one link, 1 with a link per
 rank and on the unequal nodes); the saved bandwidth equal to R x S; R no more than 1.15 times the link's
-rate divided among the ranks crossing over it; and the bandwidth between 0.25 and 1.15 times the link
-(lock-step rounds of 1 MiB read 80-90% of it on a quiet machine, about half with other tests running on
-the 2 cores, so the lower bound only catches a probe that measured nothing like the link). Nodes of
+rate; and the bandwidth between 0.25 and 1.15 times the link (lock-step rounds of 1 MiB read 80-95% of it
+on a quiet machine, about half with other tests running on the 2 cores, so the lower bound only catches a
+probe that measured nothing like the link). With two ranks on one link the upper bound is twice the link:
+their rings are not in step, and one left alone on the link can read all of it (docs/cost-model.md).
+So a share applied the wrong way shows as the share itself, or, with a link per rank, twice the link. Nodes of
 unequal size check that a rank whose local index another node lacks idles: it neither hangs the probe nor
 counts as a crossing rank.
 
@@ -82,12 +84,15 @@ def check_case(perf, nodes, ranks, rails, transport, nics, share, per_link, tmp)
     if abs(bw - rank_rate * logged_share) > 0.001 + 0.01 * bw:
         raise AssertionError("%s: saved bandwidth %.4f is not the slowest rank's %.4f x the share %.2f"
                              % (name, bw, rank_rate, logged_share))
-    if rank_rate > HIGH * LINK_GBYTES / per_link:
-        raise AssertionError("%s: a rank moved %.4f GB/s, more than its part of the link (%.4f / %d)"
-                             % (name, rank_rate, LINK_GBYTES, per_link))
-    if not LOW * LINK_GBYTES <= bw <= HIGH * LINK_GBYTES:
-        raise AssertionError("%s: the probe's bandwidth per NIC %.4f GB/s is not within %.2f-%.2f x the link's %.4f"
-                             % (name, bw, LOW, HIGH, LINK_GBYTES))
+    # Ranks sharing a link run independent rings, and one that finishes early leaves the link to the
+    # other, whose best window may then read the whole link (docs/cost-model.md): so with a shared link
+    # the bounds are the whole link per rank and twice it per NIC, not the fair share.
+    high = HIGH * LINK_GBYTES * (per_link if per_link > 1 else 1)
+    if rank_rate > HIGH * LINK_GBYTES:
+        raise AssertionError("%s: a rank moved %.4f GB/s, more than the link's %.4f" % (name, rank_rate, LINK_GBYTES))
+    if not LOW * LINK_GBYTES <= bw <= high:
+        raise AssertionError("%s: the probe's bandwidth per NIC %.4f GB/s is not within %.4f-%.4f (the link: %.4f)"
+                             % (name, bw, LOW * LINK_GBYTES, high, LINK_GBYTES))
 
 
 def main(argv):

@@ -211,48 +211,34 @@ TEST(CostModel, NicShareFollowsTheRanksPerNic) {
 
 TEST(CostModel, BandwidthUnderLoadSolvesTheSlowestNodesStep) {
   constexpr double kBytes = 1e6;
-  // Every rank streaming from 0 for `seconds` (one round each); 0: it idled.
-  const auto spans = [](std::vector<double> seconds) {
-    std::vector<StreamSpan> out;
-    for (double s : seconds) out.push_back({0.0, s});
-    return out;
-  };
   const NodeLayout twoByTwo = NodeLayout::fromNodeOf(std::vector<int>{0, 0, 1, 1});
   // One NIC per node shared by two ranks, each round 1 ms for 1 MB (1 GB/s each): the NIC moves 2.
-  const LoadedNic shared = nicBandwidthUnderLoad(spans({1e-3, 1e-3, 1e-3, 1e-3}), 1, kBytes, 0, twoByTwo, 1);
+  const LoadedNic shared = nicBandwidthUnderLoad({1e-3, 1e-3, 1e-3, 1e-3}, kBytes, 0, twoByTwo, 1);
   EXPECT_DOUBLE_EQ(shared.bandwidth, 2e9);
   EXPECT_DOUBLE_EQ(shared.rankRate, 1e9);
   EXPECT_DOUBLE_EQ(shared.share, 2.0);
   // A NIC per rank: each moves its own NIC's rate; the slowest rank of the slowest node decides.
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad(spans({1e-3, 1.25e-3, 1e-3, 1.1e-3}), 1, kBytes, 0, twoByTwo, 2).bandwidth,
-                   0.8e9);
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad(spans({1e-3, 1.25e-3, 1e-3, 1.1e-3}), 1, kBytes, 0, twoByTwo, 1).bandwidth,
-                   1.6e9);
-  // Rounds: 4 rounds in 4 ms are 1 ms each.
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad(spans({4e-3, 4e-3, 4e-3, 4e-3}), 4, kBytes, 0, twoByTwo, 1).bandwidth, 2e9);
-  // Two ranks of one node that drifted apart: one streamed alone in [0, 1 ms), the other alone in
-  // [1, 2 ms), each reading the whole link. Over the node's span they moved 2 MB in 2 ms: the link is 1 GB/s.
-  const std::vector<StreamSpan> drifted = {{0, 1e-3}, {1e-3, 2e-3}, {0, 2e-3}, {0, 2e-3}};
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad(drifted, 1, kBytes, 0, twoByTwo, 1).bandwidth, 1e9);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e-3, 1.25e-3, 1e-3, 1.1e-3}, kBytes, 0, twoByTwo, 2).bandwidth, 0.8e9);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e-3, 1.25e-3, 1e-3, 1.1e-3}, kBytes, 0, twoByTwo, 1).bandwidth, 1.6e9);
   // One rank striping over two NICs: each NIC carries half of its rate.
   const NodeLayout twoByOne = NodeLayout::fromNodeOf(std::vector<int>{0, 1});
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad(spans({0.5e-3, 1e-3 / 3}), 1, kBytes, 0, twoByOne, 2).bandwidth, 1e9);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({0.5e-3, 1e-3 / 3}, kBytes, 0, twoByOne, 2).bandwidth, 1e9);
   // The latency comes out as the model charges it, once per share: two ranks on one NIC at 2 GB/s and
   // alpha 100 us take 2 * 100 us + 2 * 1 MB / 2 GB/s = 1.2 ms a round.
-  const LoadedNic withAlpha = nicBandwidthUnderLoad(spans({1.2e-3, 1.2e-3, 1.2e-3, 1.2e-3}), 1, kBytes, 1e-4, twoByTwo, 1);
+  const LoadedNic withAlpha = nicBandwidthUnderLoad({1.2e-3, 1.2e-3, 1.2e-3, 1.2e-3}, kBytes, 1e-4, twoByTwo, 1);
   EXPECT_NEAR(withAlpha.bandwidth, 2e9, 1e-3);
   EXPECT_NEAR(withAlpha.rankRate, 1e9, 1e-3);
   // An alpha as long as the round leaves half the round to the transfer, not nothing.
-  EXPECT_NEAR(nicBandwidthUnderLoad(spans({1e-3, 1e-3}), 1, kBytes, 1e-3, twoByOne, 1).bandwidth, 2e9, 1e-3);
-  // Nodes of unequal size: the rank that idled is left out of its node's count, while the largest node
-  // still sets the ranks per node: with 2 NICs that is a NIC per rank (share 2 / 2 = 1), where node 1's
-  // own size (1 rank, 2 NICs) would have given share 0.5.
+  EXPECT_NEAR(nicBandwidthUnderLoad({1e-3, 1e-3}, kBytes, 1e-3, twoByOne, 1).bandwidth, 2e9, 1e-3);
+  // Nodes of unequal size: the rank that idled (0) is left out of its node's count, while the largest
+  // node still sets the ranks per node: with 2 NICs that is a NIC per rank (share 2 / 2 = 1), where
+  // node 1's own size (1 rank, 2 NICs) would have given share 0.5.
   const NodeLayout uneven = NodeLayout::fromNodeOf(std::vector<int>{0, 0, 1});
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad(spans({1e-3, 0, 0.5e-3}), 1, kBytes, 0, uneven, 1).bandwidth, 1e9);
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad(spans({1e-3, 0, 1e-3 / 1.5}), 1, kBytes, 0, uneven, 2).bandwidth, 1e9);
-  // Nobody crossed (or the spans are missing): no figure.
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad(spans({0, 0, 0, 0}), 1, kBytes, 0, twoByTwo, 1).bandwidth, 0.0);
-  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({}, 1, kBytes, 0, twoByTwo, 1).bandwidth, 0.0);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e-3, 0, 0.5e-3}, kBytes, 0, uneven, 1).bandwidth, 1e9);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({1e-3, 0, 1e-3 / 1.5}, kBytes, 0, uneven, 2).bandwidth, 1e9);
+  // Nobody crossed (or the rounds are missing): no figure.
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({0, 0, 0, 0}, kBytes, 0, twoByTwo, 1).bandwidth, 0.0);
+  EXPECT_DOUBLE_EQ(nicBandwidthUnderLoad({}, kBytes, 0, twoByTwo, 1).bandwidth, 0.0);
 }
 
 // Candidates the model cannot tell apart (within kTieMargin) go to the one registered first: on 4 nodes of

@@ -3,8 +3,8 @@
 //
 // Flow control: operations wait in per-peer FIFO queues (one for sends and RMA writes, one for receives);
 // progress() posts their chunks round robin over peers while (a) the peer has fewer than `inflight` chunks
-// posted in that direction (receives: one more, for the failure notices' standing receive) and (b) the rail has fewer than the provider's tx_attr->size / rx_attr->size
-// posted. -FI_EAGAIN stops posting until the next progress() (which reads completions first). Chunks of
+// posted in that direction (receives: one more, for the failure notices' standing receive) and (b) the
+// rail has fewer than the provider's tx_attr->size / rx_attr->size posted. -FI_EAGAIN stops posting until the next progress() (which reads completions first). Chunks of
 // one queue are posted in order, so equal tags match in the order the caller posted them.
 #pragma once
 

@@ -3,8 +3,9 @@
 // A communicator whose call fails tells the ranks of its own on other nodes (CommNet::announceFailure),
 // so that they fail at once naming the rank at fault instead of waiting out their timeout. A receive for
 // such a notice stays posted for as long as the endpoints live, and each one holds one of the receives a
-// rank may have posted to that peer at once (CONFLUX_OFI_INFLIGHT): one per communicator would use them
-// all up once a few split children share the endpoints, and large messages would stop moving. So there is
+// rank may have posted to that peer at once (CONFLUX_OFI_INFLIGHT, plus the one extra receive the rails
+// allow for the board's): one per communicator would use them all up once a few split children share the
+// endpoints, and large messages would stop moving. So there is
 // one board per Transport, made by the communicator that opened it: one receive per rank on another node,
 // in tag space 0, posted again after each notice. A notice starts with the 8-byte id of the communicator
 // it is for (0: the opener; a split child's members agree on a random one), and the board keeps what
