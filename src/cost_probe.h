@@ -22,11 +22,10 @@ namespace conflux {
 ///     median trip's half). Then the ranks of every local index that all nodes have (all ranks, on nodes
 ///     of equal size) run lock-step rounds of 1 MiB at once, to the rank of their local index on the
 ///     next node and from the previous node's (a ring between nodes with every local rank crossing, as
-///     the hierarchical all-reduces run); the slowest node's slowest round (each rank's best window of 6),
-///     solved for the bandwidth with
-///     the model's step and share (nicBandwidthUnderLoad), is the per-NIC bandwidth. Rank 0 times a
-///     memory copy and a reduction for the intra-node bandwidth and gamma. About 150 ms with 1 Gbit/s
-///     per rank, a few ms on a fast network.
+///     the hierarchical all-reduces run); the slowest node's slowest round (each rank's best window of
+///     6), solved for the bandwidth with the model's step and share (nicBandwidthUnderLoad), is the
+///     per-NIC bandwidth. Rank 0 times a memory copy and a reduction for the intra-node bandwidth and
+///     gamma. About 150 ms with 1 Gbit/s per rank, a few ms on a fast network.
 ///   - otherwise the defaults of CostParams.
 /// NICs per node is the most distinct endpoint identities (Network::endpointKey: bound address and
 /// domains) among the ranks of one node. Rank 0's numbers are given to every rank, so all select alike.
