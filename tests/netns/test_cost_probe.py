@@ -61,7 +61,7 @@ def check_case(perf, nodes, ranks, rails, transport, nics, share, per_link, tmp)
     env = {"CONFLUX_NET": transport, "CONFLUX_COST_PROBE": "1", "CONFLUX_COST_SAVE": path,
            "CONFLUX_TIMEOUT_MS": "20000", "CONFLUX_DEBUG": "INFO", "CONFLUX_DEBUG_SUBSYS": "TUNING"}
     with nc.Cluster(nodes=nodes, ranks_per_node=ranks, rails=rails, rate=RATE) as c:
-        res = c.run([perf, "allreduce", "-b", "8", "-e", "8", "-n", "1", "-w", "0"], timeout=120, fail_grace=20,
+        res = c.run([perf, "allreduce", "-b", "8", "-e", "8", "-n", "1", "-w", "0"], timeout=40, fail_grace=10,
                     env=env, capture=True, echo=False)
     if res.returncode != 0:
         print(res.text()[-4000:])
