@@ -94,6 +94,7 @@ struct Hier {
     q.count = len;
     q.eltSize = elt;
     q.chunkBytes = outer->chunkBytes;
+    q.radix = outer->radix;
     std::vector<Plan> plans;
     for (int v = 0; v < N; ++v) {
       q.rank = v;

@@ -15,7 +15,9 @@
 //      listed.
 //   3. Operations of one round must not conflict: no two may touch overlapping bytes of the same buffer
 //      when at least one of them writes (the dst of a RecvReduce, Reduce or ReduceSpread, and a
-//      ReduceSpread's extra destinations, may equal one of its own sources exactly).
+//      ReduceSpread's extra destinations, may equal one of its own sources exactly). One exception: a
+//      local operation may read exactly the bytes a Recv of its round received (by rule 2 the Recv has
+//      completed; a larger radix's halving reduces what it received from several peers that way).
 //   4. Messages between a pair of ranks match in FIFO order per direction; sizes must agree. The
 //      simulator assumes no buffering (a Send completes only once the matching Recv is posted), so a
 //      plan it accepts cannot deadlock on finite channel buffers.
@@ -127,6 +129,9 @@ inline constexpr uint64_t kPipelineChunkBytes = uint64_t{1} << 20;
 /// round by round, until running ahead measures faster (docs/projections.md, "The latency wall").
 inline constexpr int kExecWindowRounds = 1;
 
+/// The largest radix PlanParams::radix (CONFLUX_RHD_RADIX) accepts.
+inline constexpr int kMaxRhdRadix = 64;
+
 /// What an algorithm needs to know to build one rank's plan.
 struct PlanParams {
   Collective coll = Collective::AllReduce;
@@ -139,6 +144,9 @@ struct PlanParams {
   int root = 0;                     ///< Reduce and broadcast.
   uint64_t stagingBytes = 0;        ///< Staging bytes a plan may use per rank (direct algorithms chunk to fit).
   uint64_t chunkBytes = kPipelineChunkBytes;  ///< Pipelining granularity for message-passing algorithms.
+  /// Largest radix of recursive halving-doubling (rhd, and hier_rhd between nodes): 2 is the classic
+  /// pairwise schedule; k exchanges with up to k - 1 peers per step, log_k instead of log2 steps.
+  int radix = 2;
   /// Ranks per node (hierarchical algorithms); null: all ranks on one node. Shared, never copied per call.
   std::shared_ptr<const NodeLayout> layout;
 

@@ -1,23 +1,37 @@
-// Recursive halving / doubling (Rabenseifner).
+// Recursive halving / doubling (Rabenseifner), of radix 2 or more.
 //
-// Let P be the largest power of two <= n and E = n - P ("extra" ranks). Ranks r < 2E pair up (r even
-// with r+1): the even rank folds its data into its odd partner and sits out; the odd one continues as
-// "new rank" r/2. Ranks r >= 2E continue as new rank r - E. The P new ranks then run:
+// The P "new ranks" that run the exchanges are numbered in a mixed radix: P = r_1 x ... x r_m, each
+// radix r_i between 2 and PlanParams::radix (radixSchedule in schedule.h; radix 2: P is the largest
+// power of two <= n, every r_i = 2). E = n - P ("extra" ranks): ranks r < 2E pair up (r even with r+1):
+// the even rank folds its data into its odd partner and sits out; the odd one continues as "new rank"
+// r/2. Ranks r >= 2E continue as new rank r - E. The P new ranks then run:
 //
 // All-reduce (vector cut into P blocks):
 //   fold-in:  even r < 2E sends its whole input to r+1, which reduces it into recv.
-//   halving:  for mask = P/2 .. 1: the new rank holds blocks [lo, hi); it exchanges with new rank
-//             (nr ^ mask): sends the half it gives away, receives the half it keeps and reduces it.
-//             After log2(P) steps new rank nr holds block nr fully reduced; Finalize it.
-//   doubling: for mask = 1 .. P/2: send the mask blocks it holds, receive the partner's mask blocks.
+//   halving:  step i (radix r_i, stride s_i = r_{i+1} x ... x r_m): the new rank holds blocks [lo, lo +
+//             r_i s_i); cut into r_i parts of s_i blocks, it keeps part d (its digit, (nr - lo) / s_i) and
+//             exchanges with the r_i - 1 new ranks nr + (j - d) s_i: it sends them part j and receives
+//             their part d. Radix 2 receives and reduces in one RecvReduce; a larger radix receives
+//             the r_i - 1 copies into scratch and reduces them with its own in one Reduce of r_i
+//             sources, in the same round (a round's local operations follow its messages, plan.h).
+//             After m steps new rank nr holds block nr fully reduced; Finalize it.
+//   doubling: the steps in reverse: it sends the s_i blocks it holds to the r_i - 1 peers of step i and
+//             receives theirs.
 //   fold-out: odd r < 2E sends the whole result to r-1.
+// A larger radix takes fewer steps (log_k P instead of log2 P latencies each way) for the same bytes:
+// (P-1)/P of the vector each way, each step's share of it sent to r_i - 1 peers at once.
 // Reduce-scatter (n blocks of count each): as above, but the P "groups" are the blocks of the original
 //   ranks a new rank stands for (two blocks for a folded pair, one otherwise), partials live in scratch
 //   (recv is a single block), and at the end an odd folded rank sends its partner's block to it; each
 //   rank copies/receives its own block into recv and finalizes it.
 // All-gather: even r < 2E sends its block to r+1; recursive doubling over groups; odd r < 2E sends the
 //   whole result back to r-1.
-// Every exchange is split into rounds of at most chunkBytes per message.
+// Every exchange is split into rounds of at most chunkBytes per message; a larger radix's received
+// pieces alternate between two sets of scratch slots from round to round, so that a window of rounds
+// (CONFLUX_EXEC_WINDOW) can receive the next pieces while the last ones are reduced.
+#include <map>
+#include <vector>
+
 #include "algorithms/schedule.h"
 
 namespace conflux::sched {
@@ -28,13 +42,17 @@ struct Rhd {
   int n, r;
   uint32_t elt;
   uint64_t chunk;  // elements
-  int pow2 = 1, extra = 0;
+  RadixSchedule sched;
+  int P = 1, extra = 0;
+  /// Where a larger radix's received pieces go: scratch from this offset on (after what the collective
+  /// keeps in scratch itself).
+  uint64_t slotBase = 0;
 
   Rhd(PlanBuilder& builder, const PlanParams& p) : b(builder), n(p.nranks), r(p.rank), elt(p.eltSize),
-      chunk(chunkElems(p)), pow2(largestPowerOfTwo(n)), extra(n - pow2) {}
+      chunk(chunkElems(p)), sched(radixSchedule(p.nranks, p.radix)), P(sched.P), extra(n - sched.P) {}
   int newRank() const { return r < 2 * extra ? (r % 2 ? r / 2 : -1) : r - extra; }
   int oldRank(int nr) const { return nr < extra ? 2 * nr + 1 : nr + extra; }
-  /// First original rank of group g (g in [0, pow2]); group g stands for [first(g), first(g+1)).
+  /// First original rank of group g (g in [0, P]); group g stands for [first(g), first(g+1)).
   uint64_t groupFirst(int g) const { return g < extra ? 2 * g : g + extra; }
 
   /// One exchange with `peer`, split into chunked rounds: send [src, +sendBytes); receive into
@@ -54,42 +72,103 @@ struct Rhd {
   }
   void sendAll(int peer, BufRef src, uint64_t bytes) { exchange(peer, src, bytes, src, 0, false, src); }
   void recvAll(int peer, BufRef dst, uint64_t bytes) { exchange(peer, dst, 0, dst, bytes, false, dst); }
+
+  /// One step with several peers, split into chunked rounds: to each part's peer send [src, +sendBytes)
+  /// and receive recvBytes. Without `reduce` the receive goes to [dst, ...) (the doubling); with it,
+  /// every part receives the same range (their copies of what this rank keeps) into scratch slots, and
+  /// one Reduce per round folds them, with [red, ...), into [into, ...) (the halving).
+  struct Part {
+    int peer;
+    BufRef src;
+    uint64_t sendBytes;
+    BufRef dst;
+    uint64_t recvBytes;
+  };
+  void exchangeMany(const std::vector<Part>& parts, bool reduce, BufRef into, BufRef red) {
+    const uint64_t cb = chunk * elt;
+    uint64_t rounds = 0, most = 0;
+    for (const Part& pt : parts) {
+      rounds = std::max({rounds, numChunks(pt.sendBytes, cb), numChunks(pt.recvBytes, cb)});
+      most = std::max(most, pt.recvBytes);
+    }
+    const uint64_t slot = std::min(cb, most), sets = rounds > 1 ? 2 : 1;
+    if (reduce) b.needScratch(slotBase + sets * parts.size() * slot);
+    for (uint64_t q = 0; q < rounds; ++q) {
+      b.nextRound();
+      std::vector<BufRef> srcs;
+      uint64_t reduced = 0, from = 0;
+      for (size_t j = 0; j < parts.size(); ++j) {
+        const Part& pt = parts[j];
+        const Piece ps = piece(pt.sendBytes, cb, static_cast<int64_t>(q));
+        const Piece pr = piece(pt.recvBytes, cb, static_cast<int64_t>(q));
+        b.send(pt.peer, at(pt.src, ps.first), ps.n);
+        if (!reduce) {
+          b.recv(pt.peer, at(pt.dst, pr.first), pr.n);
+          continue;
+        }
+        const BufRef slotRef = BufRef::scratch(slotBase + ((q % sets) * parts.size() + j) * slot);
+        b.recv(pt.peer, slotRef, pr.n);
+        if (srcs.empty()) srcs.push_back(at(red, pr.first));
+        srcs.push_back(slotRef);
+        reduced = pr.n;
+        from = pr.first;
+      }
+      if (reduced > 0) b.reduce(at(into, from), srcs, reduced);
+    }
+  }
 };
 
 /// Recursive halving over P units whose element offsets are unitOff(0..P); the own contribution is at
 /// `cur` (updated to `acc` after the first step), partials are reduced into `acc`.
 template <typename UnitOff>
 void halving(Rhd& h, int nr, UnitOff unitOff, BufRef& cur, BufRef acc) {
-  int lo = 0, hi = h.pow2;
-  for (int mask = h.pow2 / 2; mask >= 1; mask /= 2) {
-    const int mid = lo + mask;
-    const bool low = (nr & mask) == 0;
-    const int keepLo = low ? lo : mid, keepHi = low ? mid : hi;
-    const int giveLo = low ? mid : lo, giveHi = low ? hi : mid;
-    const uint64_t give = unitOff(giveLo) * h.elt, keep = unitOff(keepLo) * h.elt;
-    h.exchange(h.oldRank(nr ^ mask), at(cur, give), (unitOff(giveHi) - unitOff(giveLo)) * h.elt,
-               at(acc, keep), (unitOff(keepHi) - unitOff(keepLo)) * h.elt, true, at(cur, keep));
+  int lo = 0, size = h.P;
+  for (const int radix : h.sched.radices) {
+    const int s = size / radix, d = (nr - lo) / s;
+    auto bytesOf = [&](int j) { return (unitOff(lo + (j + 1) * s) - unitOff(lo + j * s)) * h.elt; };
+    auto offOf = [&](int j) { return unitOff(lo + j * s) * h.elt; };
+    if (radix == 2) {
+      const int j = 1 - d;
+      h.exchange(h.oldRank(nr + (j - d) * s), at(cur, offOf(j)), bytesOf(j), at(acc, offOf(d)), bytesOf(d), true,
+                 at(cur, offOf(d)));
+    } else {
+      std::vector<Rhd::Part> parts;
+      for (int j = 0; j < radix; ++j) {
+        if (j != d) parts.push_back({h.oldRank(nr + (j - d) * s), at(cur, offOf(j)), bytesOf(j), acc, bytesOf(d)});
+      }
+      h.exchangeMany(parts, true, at(acc, offOf(d)), at(cur, offOf(d)));
+    }
     cur = acc;
-    lo = keepLo;
-    hi = keepHi;
+    lo += d * s;
+    size = s;
   }
 }
 
 /// Recursive doubling in `buf` over P units; new rank nr starts holding unit nr.
 template <typename UnitOff>
 void doubling(Rhd& h, int nr, UnitOff unitOff, BufRef buf) {
-  for (int mask = 1; mask < h.pow2; mask *= 2) {
-    const int partner = nr ^ mask;
-    const int mine = nr & ~(mask - 1), theirs = partner & ~(mask - 1);
-    h.exchange(h.oldRank(partner), at(buf, unitOff(mine) * h.elt),
-               (unitOff(mine + mask) - unitOff(mine)) * h.elt, at(buf, unitOff(theirs) * h.elt),
-               (unitOff(theirs + mask) - unitOff(theirs)) * h.elt, false, buf);
+  int s = 1;
+  for (auto it = h.sched.radices.rbegin(); it != h.sched.radices.rend(); ++it) {
+    const int radix = *it, lo = nr - nr % (radix * s), d = (nr - lo) / s;
+    auto bytesOf = [&](int j) { return (unitOff(lo + (j + 1) * s) - unitOff(lo + j * s)) * h.elt; };
+    auto bufOf = [&](int j) { return at(buf, unitOff(lo + j * s) * h.elt); };
+    if (radix == 2) {
+      const int j = 1 - d;
+      h.exchange(h.oldRank(nr + (j - d) * s), bufOf(d), bytesOf(d), bufOf(j), bytesOf(j), false, buf);
+    } else {
+      std::vector<Rhd::Part> parts;
+      for (int j = 0; j < radix; ++j) {
+        if (j != d) parts.push_back({h.oldRank(nr + (j - d) * s), bufOf(d), bytesOf(d), bufOf(j), bytesOf(j)});
+      }
+      h.exchangeMany(parts, false, buf, buf);
+    }
+    s *= radix;
   }
 }
 
 void allReduce(Rhd& h, uint64_t count) {
   const uint64_t bytes = count * h.elt;
-  const Blocks blocks{count, static_cast<uint64_t>(h.pow2)};
+  const Blocks blocks{count, static_cast<uint64_t>(h.P)};
   auto unitOff = [&](int u) { return blocks.off(u); };
   const bool folded = h.r < 2 * h.extra;
   BufRef cur = BufRef::send(0);
@@ -122,6 +201,7 @@ void reduceScatter(Rhd& h, uint64_t count) {
     return;
   }
   h.b.needScratch(total);
+  h.slotBase = total;  // partials in scratch [0, total), a larger radix's received pieces after them
   BufRef cur = BufRef::send(0);
   if (folded) {
     h.exchange(h.r - 1, cur, 0, BufRef::scratch(0), total, true, cur);
@@ -157,6 +237,57 @@ void allGather(Rhd& h, uint64_t count) {
 }
 
 }  // namespace
+
+namespace {
+
+/// The fewest factors in [2, maxRadix] whose product is m; -1 when m has a prime factor above maxRadix.
+/// `memo` caches the counts.
+int fewestFactors(int m, int maxRadix, std::map<int, int>& memo) {
+  if (m == 1) return 0;
+  if (auto it = memo.find(m); it != memo.end()) return it->second;
+  int best = -1;
+  for (int f = std::min(m, maxRadix); f >= 2; --f) {
+    if (m % f != 0) continue;
+    const int rest = fewestFactors(m / f, maxRadix, memo);
+    if (rest >= 0 && (best < 0 || rest + 1 < best)) best = rest + 1;
+  }
+  memo[m] = best;
+  return best;
+}
+
+}  // namespace
+
+RadixSchedule radixSchedule(int n, int maxRadix) {
+  RadixSchedule out;
+  if (n <= 1) return out;
+  if (maxRadix <= 2) {
+    out.P = largestPowerOfTwo(n);
+    for (int m = out.P; m > 1; m /= 2) out.radices.push_back(2);
+    return out;
+  }
+  std::map<int, int> memo;
+  int bestRounds = -1;
+  for (int P = n; P >= 2 && 2 * P >= n; --P) {  // the n - P extra ranks fold into P of the others
+    const int steps = fewestFactors(P, maxRadix, memo);
+    if (steps < 0) continue;
+    const int rounds = 2 * steps + (P < n ? 2 : 0);  // halving and doubling, fold-in and fold-out
+    if (bestRounds < 0 || rounds < bestRounds) {
+      bestRounds = rounds;
+      out.P = P;
+    }
+  }
+  // Spell the chosen P out: at each step the largest factor that keeps the fewest steps.
+  for (int m = out.P; m > 1;) {
+    for (int f = std::min(m, maxRadix); f >= 2; --f) {
+      if (m % f == 0 && fewestFactors(m / f, maxRadix, memo) == fewestFactors(m, maxRadix, memo) - 1) {
+        out.radices.push_back(f);
+        m /= f;
+        break;
+      }
+    }
+  }
+  return out;
+}
 
 Plan buildRecHalvingDoubling(const PlanParams& p) {
   PlanBuilder b("rhd");

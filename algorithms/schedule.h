@@ -23,6 +23,18 @@ inline int largestPowerOfTwo(int n) {
   return p;
 }
 
+/// The exchanges of a recursive halving-doubling of radix up to `maxRadix` (rec_halving_doubling.cc):
+/// P ranks take part (the others fold into a partner first), numbered in the mixed radix `radices`
+/// (their product is P; the halving's order, the doubling runs them backwards).
+struct RadixSchedule {
+  int P = 1;
+  std::vector<int> radices;
+};
+/// maxRadix <= 2: P is the largest power of two <= n, every radix 2 (the classic schedule). Larger: the P
+/// from n down to n/2 (so that the extra ranks can fold pairwise) with the fewest rounds, each step one
+/// round each way and a fold two more; on a tie the larger P (fewer folded ranks). Radices largest first.
+RadixSchedule radixSchedule(int n, int maxRadix);
+
 /// `count` elements split into `parts` contiguous blocks; the first count % parts get one extra.
 struct Blocks {
   uint64_t count = 0;

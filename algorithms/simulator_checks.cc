@@ -2,6 +2,8 @@
 // its final data check.
 #include <algorithm>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "algorithms/simulator_internal.h"
 
@@ -162,6 +164,12 @@ void Simulator::checkRoundConflicts(int r, uint32_t round) {
     }
     return {};
   };
+  // A local operation may read exactly what a Recv of its round received (rule 3's exception): the
+  // round's messages complete before its local operations run.
+  std::vector<std::pair<Phys, uint64_t>> received;
+  for (uint32_t i = rd.firstOp; i < rd.firstOp + rd.numOps; ++i) {
+    if (plan.ops[i].kind == OpKind::Recv) received.push_back({region(plan.ops[i].dst), plan.ops[i].bytes});
+  }
   std::vector<Access> acc;
   auto add = [&](const BufRef& ref, uint64_t bytes, bool write, uint32_t i) {
     const Phys ph = region(ref);
@@ -184,6 +192,10 @@ void Simulator::checkRoundConflicts(int r, uint32_t round) {
       // dst (and a ReduceSpread's extra destinations) may equal a source exactly
       if (hasDst && region(src) == dst) continue;
       if (std::find(extras.begin(), extras.end(), region(src)) != extras.end()) continue;
+      if (!isCommOp(op.kind) &&
+          std::find(received.begin(), received.end(), std::make_pair(region(src), op.bytes)) != received.end()) {
+        continue;
+      }
       add(src, op.bytes, false, i);
     }
   }

@@ -17,6 +17,11 @@ conflux_add_test(test_simulator_hier
   LIBS conflux_simulator
   LABELS unit)
 target_compile_options(test_simulator_hier PRIVATE -O2)
+conflux_add_test(test_simulator_radix
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_simulator_radix.cc
+  LIBS conflux_simulator
+  LABELS unit)
+target_compile_options(test_simulator_radix PRIVATE -O2)
 conflux_add_test(test_cost_model
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cost_model.cc
   LIBS conflux_algorithms

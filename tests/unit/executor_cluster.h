@@ -43,12 +43,13 @@ struct ClusterShape {
   int timeoutMs = 20000;
   size_t streamBytes = 256;       ///< each local stream's buffer: small, so messages wrap it often
   size_t stagingBytes = 1 << 16;  ///< each member's staging half
+  int radix = 2;                  ///< PlanParams::radix of the plans paramsFor builds
 };
 
 class Cluster {
  public:
   explicit Cluster(const ClusterShape& shape)
-      : fabric_(int(shape.nodeOf.size()), shape.net), stagingBytes_(shape.stagingBytes) {
+      : fabric_(int(shape.nodeOf.size()), shape.net), stagingBytes_(shape.stagingBytes), radix_(shape.radix) {
     const int nranks = int(shape.nodeOf.size());
     layout_ = std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(shape.nodeOf));
     for (const std::vector<int>& members : layout_->nodes) {
@@ -81,6 +82,7 @@ class Cluster {
 
   int nranks() const { return int(ranks_.size()); }
   uint64_t stagingBytes() const { return stagingBytes_; }
+  int radix() const { return radix_; }
   RankEnv& rank(int r) { return *ranks_[size_t(r)]; }
   bool multiNode() const { return layout_->nodes.size() > 1; }
   const std::shared_ptr<const NodeLayout>& layout() const { return layout_; }
@@ -107,6 +109,7 @@ class Cluster {
  private:
   FakeFabric fabric_;
   const uint64_t stagingBytes_;
+  const int radix_;
   std::shared_ptr<const NodeLayout> layout_;
   std::vector<std::unique_ptr<FakeNode>> nodes_;
   std::vector<std::unique_ptr<RankEnv>> ranks_;
@@ -143,6 +146,7 @@ inline PlanParams paramsFor(const Cluster& cluster, Collective c, uint64_t count
   p.root = cluster.nranks() - 1;
   p.chunkBytes = 1024;  // several pipeline steps even at these counts
   p.stagingBytes = stagingBytes;
+  p.radix = cluster.radix();
   if (cluster.multiNode()) p.layout = cluster.layout();
   return p;
 }

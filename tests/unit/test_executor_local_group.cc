@@ -229,6 +229,44 @@ TEST(ExecutorOverFakeLocalGroup, HierarchicalPlansOfManySegmentsRunAheadCorrectl
   EXPECT_EQ(runs, 36);
 }
 
+// Recursive halving-doubling of radix 3 and 4 (several peers per step, their pieces received into scratch
+// and reduced in the same round): flat over the nodes' network and the local streams, and between nodes
+// in hier_rhd, round by round and running ahead, in place and out of place, with short writes and stalls.
+TEST(ExecutorOverFakeLocalGroup, LargerRadixRhdAcrossNodes) {
+  const std::vector<std::vector<int>> layouts = {{0, 1, 2, 3}, {0, 0, 1, 1, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8}};
+  uint32_t seed = 1100;
+  int runs = 0;
+  for (const std::vector<int>& nodeOf : layouts) {
+    for (int radix : {3, 4}) {
+      for (int window : {1, 64}) {
+        ClusterShape sh = shape(nodeOf, seed);
+        sh.radix = radix;
+        const std::string how = ", radix " + std::to_string(radix) + ", window " + std::to_string(window);
+        for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+          Cluster cluster(sh);
+          for (int r = 0; r < cluster.nranks(); ++r) cluster.rank(r).env.windowRounds = window;
+          checkCollective(cluster, Algo::RecHalvingDoubling, c, 1037,
+                          describe(Algo::RecHalvingDoubling, c, nodeOf, 1037, seed) + how);
+          ++runs;
+          if (HasFatalFailure()) return;
+        }
+        for (bool inPlace : {false, true}) {
+          Cluster cluster(sh);
+          for (int r = 0; r < cluster.nranks(); ++r) cluster.rank(r).env.windowRounds = window;
+          checkCollective(cluster, Algo::HierarchicalRhd, Collective::AllReduce, 8001,
+                          describe(Algo::HierarchicalRhd, Collective::AllReduce, nodeOf, 8001, seed) + how +
+                              (inPlace ? ", in place" : ""),
+                          false, nullptr, inPlace);
+          ++runs;
+          if (HasFatalFailure()) return;
+        }
+        ++seed;
+      }
+    }
+  }
+  EXPECT_EQ(runs, 60);
+}
+
 // PreMulSum across nodes: every message to another node straight from a rank's own input is scaled into
 // bounce memory first, which it shares with the RecvReduces in each round's block of the ring. With 64
 // messages' worth of rounds open, and with one, every element is the sum of each rank's input times its

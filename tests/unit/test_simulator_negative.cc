@@ -205,6 +205,26 @@ TEST(SimNegative, IntraRoundConflictOnlyInPlace) {
   expectError(r, "in place");
 }
 
+// Rule 3's exception: a local operation may read exactly what a Recv of its round received (the round's
+// messages complete first). Reading part of it, or beyond it, is still a conflict.
+TEST(SimNegative, ReducingWhatARecvOfTheRoundReceived) {
+  const auto body = [](uint64_t readAt) {
+    return [readAt](PlanBuilder& b, const PlanParams& p) {
+      b.needScratch(16);
+      b.send(1 - p.rank, BufRef::send(0), 8);
+      b.recv(1 - p.rank, BufRef::scratch(0), 8);
+      b.reduce(BufRef::recv(0), {BufRef::send(0), BufRef::scratch(readAt)}, 8);
+      b.nextRound();
+      b.finalize(BufRef::recv(0), 8);
+    };
+  };
+  const SimResult exact = run(config(Collective::AllReduce, 2, 2), body(0));
+  EXPECT_TRUE(exact.ok) << exact.error;
+  const SimResult shifted = run(config(Collective::AllReduce, 2, 2), body(4));
+  expectError(shifted, "conflict within a round");
+  expectError(shifted, "scratch");
+}
+
 TEST(SimNegative, DoubleFinalize) {
   const SimResult r = run(config(Collective::AllReduce, 2, 64, RedOp::Avg, 8),
                           [](PlanBuilder& b, const PlanParams& p) { exchangeAllReduce(b, p, 2); });

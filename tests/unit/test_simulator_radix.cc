@@ -1,0 +1,164 @@
+// Recursive halving-doubling of a larger radix (PlanParams::radix, rec_halving_doubling.cc): the mixed
+// radix it picks, and its plans under the simulator, flat (rhd: all-reduce, reduce-scatter, all-gather)
+// and between nodes (hier_rhd), for rank counts that factor into the radix, that factor into smaller
+// radices, and that fold (primes above the radix); every element size, in and out of place, counts
+// around the block boundaries, unchunked and in small chunks (several rounds per step: the two sets of
+// scratch slots).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithms.h"
+#include "algorithms/schedule.h"
+#include "algorithms/simulator.h"
+
+namespace conflux {
+namespace {
+
+int product(const std::vector<int>& v) { return std::accumulate(v.begin(), v.end(), 1, std::multiplies<>()); }
+
+TEST(RadixSchedule, RadixTwoIsTheClassicPowerOfTwo) {
+  for (int n = 1; n <= 100; ++n) {
+    const sched::RadixSchedule s = sched::radixSchedule(n, 2);
+    EXPECT_EQ(s.P, sched::largestPowerOfTwo(n)) << n;
+    EXPECT_EQ(product(s.radices), s.P) << n;
+    for (int r : s.radices) EXPECT_EQ(r, 2) << n;
+  }
+}
+
+TEST(RadixSchedule, FewestRoundsWithinTheRadix) {
+  // 1024 = 4^5 and 4 x 4 x 4 x 4 x 4; 6 = 3 x 2 (no fold); 7 folds to 4 (one step and two folds beat 6's
+  // two steps and two folds); 12 = 4 x 3; 9 with radix 8 is 3 x 3 (no fold: 4 rounds) rather than 8 with
+  // a fold (2 + 2 rounds, a tie that the larger P wins).
+  EXPECT_EQ(sched::radixSchedule(1024, 4).radices, (std::vector<int>{4, 4, 4, 4, 4}));
+  EXPECT_EQ(sched::radixSchedule(6, 4).radices, (std::vector<int>{3, 2}));
+  EXPECT_EQ(sched::radixSchedule(7, 4).P, 4);
+  EXPECT_EQ(sched::radixSchedule(12, 4).radices, (std::vector<int>{4, 3}));
+  EXPECT_EQ(sched::radixSchedule(9, 8).radices, (std::vector<int>{3, 3}));
+  EXPECT_EQ(sched::radixSchedule(1024, 8).radices.size(), 4u);  // 8 x 8 x 4 x 4
+  for (int k : {3, 4, 5, 8, 16}) {
+    for (int n = 1; n <= 300; ++n) {
+      const sched::RadixSchedule s = sched::radixSchedule(n, k);
+      ASSERT_EQ(product(s.radices), s.P) << n << " radix " << k;
+      EXPECT_LE(s.P, n);
+      EXPECT_GE(2 * s.P, n) << "the extra ranks must fold pairwise: " << n << " radix " << k;
+      for (int r : s.radices) {
+        EXPECT_GE(r, 2);
+        EXPECT_LE(r, k);
+      }
+      // Never more rounds than radix 2 takes.
+      const sched::RadixSchedule two = sched::radixSchedule(n, 2);
+      const auto rounds = [n](const sched::RadixSchedule& x) { return 2 * x.radices.size() + (x.P < n ? 2 : 0); };
+      EXPECT_LE(rounds(s), rounds(two)) << n << " radix " << k;
+    }
+  }
+}
+
+constexpr RedOp kOps[] = {RedOp::Sum, RedOp::Avg, RedOp::PreMulSum, RedOp::Max, RedOp::Min, RedOp::Prod, RedOp::Bxor};
+constexpr uint32_t kElts[] = {1, 2, 4, 8};
+
+/// Runs `algo` for `coll` on `nranks` ranks (over `layout` when given) with radix `radix` across counts,
+/// element sizes, in and out of place and three chunkings; returns the number of runs.
+int runRadix(Algo algo, Collective coll, int nranks, int radix, const std::shared_ptr<const NodeLayout>& layout) {
+  int runs = 0, failures = 0;
+  const uint64_t n = static_cast<uint64_t>(nranks);
+  for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{7}, n - 1, n + 1, 2 * n + 3, uint64_t{1023}}) {
+    for (uint32_t elt : kElts) {
+      for (bool inPlace : {false, true}) {
+        for (int chunking = 0; chunking < 3; ++chunking) {
+          SimConfig cfg;
+          PlanParams& p = cfg.params;
+          p.coll = coll;
+          p.nranks = nranks;
+          p.count = count;
+          p.eltSize = elt;
+          p.radix = radix;
+          p.layout = layout;
+          // 0: unchunked; 1: a few elements per chunk (several rounds per step); 2: one not dividing anything.
+          p.chunkBytes = chunking == 0 ? 0 : chunking == 1 ? 3 * uint64_t{elt} : 37 * uint64_t{elt} + 1;
+          cfg.op = kOps[(static_cast<uint64_t>(runs) + count) % std::size(kOps)];
+          cfg.inPlace = inPlace;
+          cfg.calls = 2;
+          cfg.seed = static_cast<uint64_t>(runs) * 7919 + count;
+          const SimResult r = simulate(cfg, algo);
+          ++runs;
+          if (!r.ok && ++failures <= 5) {
+            ADD_FAILURE() << algoName(algo) << " " << collectiveName(coll) << " radix " << radix << ": "
+                          << describe(cfg) << ": " << r.error;
+          }
+        }
+      }
+    }
+  }
+  return runs;
+}
+
+TEST(RadixSim, FlatRhdEveryCollective) {
+  int runs = 0;
+  for (int radix : {3, 4, 8}) {
+    for (int n : {2, 3, 4, 5, 6, 7, 9, 12, 17}) {
+      for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+        runs += runRadix(Algo::RecHalvingDoubling, c, n, radix, nullptr);
+      }
+    }
+  }
+  RecordProperty("configs", runs);
+}
+
+std::shared_ptr<const NodeLayout> blockLayout(int nodes, int perNode) {
+  std::vector<int> nodeOf;
+  for (int r = 0; r < nodes * perNode; ++r) nodeOf.push_back(r / perNode);
+  return std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(nodeOf));
+}
+
+TEST(RadixSim, HierRhdBetweenNodes) {
+  int runs = 0;
+  for (int radix : {3, 4}) {
+    for (int nodes : {3, 4, 5, 6, 9, 16}) {
+      for (int perNode : {1, 2}) {
+        runs += runRadix(Algo::HierarchicalRhd, Collective::AllReduce, nodes * perNode, radix,
+                         blockLayout(nodes, perNode));
+      }
+    }
+  }
+  RecordProperty("configs", runs);
+}
+
+// A step of radix k talks to k - 1 peers in one round: 16 ranks take 2 rounds each way at radix 4
+// (against 4 at radix 2), and no round exchanges with more than 3 peers.
+TEST(RadixSim, FewerRoundsMorePeersPerRound) {
+  PlanParams p;
+  p.coll = Collective::AllReduce;
+  p.nranks = 16;
+  p.rank = 5;
+  p.count = 1600;
+  p.eltSize = 4;
+  p.chunkBytes = 0;
+  const Plan two = buildPlan(Algo::RecHalvingDoubling, p);
+  p.radix = 4;
+  const Plan four = buildPlan(Algo::RecHalvingDoubling, p);
+  const auto commRounds = [](const Plan& plan) {
+    int rounds = 0;
+    size_t peersMost = 0;
+    for (const Round& r : plan.rounds) {
+      std::vector<int> peers;
+      for (uint32_t i = 0; i < r.numOps; ++i) {
+        const Op& op = plan.ops[r.firstOp + i];
+        if (op.kind == OpKind::Send) peers.push_back(op.peer);
+      }
+      rounds += peers.empty() ? 0 : 1;
+      peersMost = std::max(peersMost, peers.size());
+    }
+    return std::make_pair(rounds, peersMost);
+  };
+  EXPECT_EQ(commRounds(two), std::make_pair(8, size_t{1}));
+  EXPECT_EQ(commRounds(four), std::make_pair(4, size_t{3}));
+}
+
+}  // namespace
+}  // namespace conflux
