@@ -61,40 +61,63 @@ struct Model {
     return ringReduceScatter() + gather;
   }
 
-  // ---- recursive halving/doubling (rec_halving_doubling.cc): halving from distance P/2 down to 1
+  // ---- recursive halving/doubling (rec_halving_doubling.cc): steps of radix r (2: the pairwise
+  // schedule, halving from distance P/2 down to 1), each sending r - 1 messages at once
   /// The real rank behind new rank nr once the E = n - P extra ranks folded (odd r < 2E stand for their
   /// pair, the others move down by E).
   int rhdReal(int nr, int E) const { return nr < E ? 2 * nr + 1 : nr + E; }
-  /// The most ranks of one node that cross to another node at once in the exchange between new ranks
-  /// nr and nr ^ mask (0: every pair is inside a node). After a fold, new-rank distances no longer tell:
-  /// on 3 nodes of 1 rank, new ranks 0 and 1 are ranks 1 and 2, on two nodes.
-  int rhdCrossing(int mask, int P, int E) const {
+  /// One step (radix r, stride s) as crossings: the most ranks of one node that send to another node in
+  /// it (0: every exchange is inside a node), and the most peers on other nodes one rank has. After a
+  /// fold, new-rank distances no longer tell: on 3 nodes of 1 rank, new ranks 0 and 1 are ranks 1 and 2,
+  /// on two nodes.
+  struct StepCrossing {
+    int ranks = 0;
+    int peers = 0;
+  };
+  StepCrossing rhdCrossing(int radix, int s, int P, int E) const {
     const int L = std::max(1, sh.ranksPerNode);
-    if (!sh.uniform) return L;  // node boundaries unknown: assume the worst, every rank of a node crosses
+    if (!sh.uniform) return {L, radix - 1};  // node boundaries unknown: assume the worst
     std::vector<int> perNode(size_t(sh.nranks / L + 1), 0);
-    int most = 0;
+    StepCrossing most;
     for (int nr = 0; nr < P; ++nr) {
-      const int a = rhdReal(nr, E), b = rhdReal(nr ^ mask, E);
-      if (a / L != b / L) most = std::max(most, ++perNode[size_t(a / L)]);
+      const int a = rhdReal(nr, E), lo = nr - nr % (radix * s), d = (nr - lo) / s;
+      int peers = 0;
+      for (int j = 0; j < radix; ++j) peers += j != d && a / L != rhdReal(lo + j * s, E) / L ? 1 : 0;
+      if (peers == 0) continue;
+      most.ranks = std::max(most.ranks, ++perNode[size_t(a / L)]);
+      most.peers = std::max(most.peers, peers);
     }
     return most;
   }
-  /// Time of the halving (or doubling) steps, each costed by the busiest node's crossing ranks.
+  /// alpha's multiplier for m messages to different peers at once (params.extraMessage each after the first).
+  double messagesAlpha(int m) const { return 1.0 + std::max(0, m - 1) * p.extraMessage; }
+  /// Time of the halving (or doubling) steps, each costed by the busiest node's crossing ranks: a rank's
+  /// r - 1 messages of b bytes each go out at once, their latencies overlapping as params.extraMessage says.
   double rhdSteps(bool reducing) const {
-    const int P = sched::largestPowerOfTwo(sh.nranks), E = sh.nranks - P;
+    const sched::RadixSchedule rs = sched::radixSchedule(sh.nranks, p.radix);
+    const int P = rs.P, E = sh.nranks - P;
     double t = 0;
-    for (int m = P / 2; m >= 1; m /= 2) {
-      const double b = S * m / P;
-      const int k = multiNode() ? rhdCrossing(m, P, E) : 0;
-      t += k > 0 ? inter(b, k) : intra(b);
-      if (reducing) t += reduce(b);
+    int size = P;
+    for (const int radix : rs.radices) {
+      const int s = size / radix;
+      const double b = S * s / P;
+      const StepCrossing k = multiNode() ? rhdCrossing(radix, s, P, E) : StepCrossing{};
+      const double pieces = std::max(1.0, std::ceil(b / chunk()));
+      if (k.ranks > 0) {
+        const double nic = share(k.ranks);
+        t += pieces * p.inter.alpha * std::max(1.0, nic) * messagesAlpha(k.peers) + k.peers * b * nic / p.inter.bandwidth;
+      } else {
+        t += pieces * p.intra.alpha * messagesAlpha(radix - 1) + (radix - 1) * b / p.intra.bandwidth;
+      }
+      if (reducing) t += reduce((radix - 1) * b);
+      size = s;
     }
     return t;
   }
   /// One fold (in or out): even r < 2E and r + 1 exchange the whole vector; across nodes when the pair
   /// straddles a node boundary (always with one rank per node).
   double rhdFold() const {
-    const int P = sched::largestPowerOfTwo(sh.nranks), E = sh.nranks - P, L = std::max(1, sh.ranksPerNode);
+    const int P = sched::radixSchedule(sh.nranks, p.radix).P, E = sh.nranks - P, L = std::max(1, sh.ranksPerNode);
     if (E == 0) return 0.0;
     if (multiNode() && !sh.uniform) return inter(S, L);  // node boundaries unknown: the worst case
     // With L >= 2 a node holds at most one straddling pair; with L = 1 every pair straddles, one per node.
@@ -227,14 +250,15 @@ struct Model {
   // at each end, about 0.5 ms of 6), count as they run. That is the executor with a window of one round
   // (the default); with more, see the dataflow branch below.
   /// `innerRounds`: rounds of the inter-node phase of one segment; `innerBytes`: bytes a rank sends in it
-  /// for the whole vector (its shard of every segment), spread evenly over those rounds.
-  double hierarchical(double innerRounds, double innerBytes) const {
+  /// for the whole vector (its shard of every segment), spread evenly over those rounds; `innerAlpha`:
+  /// the network latencies one of those rounds pays (several messages at once pay more than one).
+  double hierarchical(double innerRounds, double innerBytes, double innerAlpha = 1) const {
     const int L = sh.ranksPerNode;
     const int64_t segments = int64_t(std::max(1.0, std::ceil(S / (chunk() * L))));
     const int64_t A = L - 1, B = std::max<int64_t>(1, int64_t(innerRounds)), T = 2 * A + B + 1;
     const double shard = S / double(segments) / L;            // one A or C step of one segment
     const double innerStep = innerBytes / double(segments) / double(B);  // one B round of one segment
-    const double netAlpha = std::max(p.inter.alpha * std::max(1.0, share(L)), p.intra.alpha);
+    const double netAlpha = std::max(p.inter.alpha * std::max(1.0, share(L)) * innerAlpha, p.intra.alpha);
     // Segments in a phase that occupies rounds [from, from + len) of each segment, at global round g.
     const auto active = [&](int64_t g, int64_t from, int64_t len) {
       const int64_t lo = std::max<int64_t>(0, g - from - len + 1), hi = std::min(segments - 1, g - from);
@@ -280,15 +304,19 @@ struct Model {
   /// With N not a power of two a folded pair's survivor also receives the shard at the fold-in and sends
   /// it back at the fold-out: a shard more each way. Segments overlap, so one segment's fold-out shares
   /// a round with a later one's fold-in in the other direction (measured on 3 x 1: 1.5x the ring's time,
-  /// where counting both folds one way predicted 2.2x).
+  /// where counting both folds one way predicted 2.2x). A radix r step sends r - 1 messages at once: its
+  /// rounds pay alpha x messagesAlpha(r - 1) (the mean over the phase's rounds).
   double hierRhdAllReduce() const {
     const int N = sh.nodes, L = sh.ranksPerNode;
-    const int P = sched::largestPowerOfTwo(N);
-    const double steps = std::log2(double(P));
+    const sched::RadixSchedule rs = sched::radixSchedule(N, p.radix);
+    const int P = rs.P;
     const bool folds = P != N;
+    const double steps = double(rs.radices.size());
     const double rounds = 2.0 * steps + (folds ? 2 : 0);
+    double alphas = folds ? 2 : 0;
+    for (const int radix : rs.radices) alphas += 2 * messagesAlpha(radix - 1);
     const double bytes = 2.0 * (P - 1) / P * S / L + (folds ? S / L : 0);
-    return hierarchical(rounds, bytes);
+    return hierarchical(rounds, bytes, alphas / rounds);
   }
 
   /// Phase B by the double binary tree between the N nodes (double_binary_tree.cc): per segment its

@@ -35,6 +35,12 @@ struct CostParams {
   bool fusedReduce = false;    ///< reductions overlap the transfers (GPU kernels reduce as they copy): free
   int nicsPerNode = 1;         ///< NICs a node's ranks drive (rails); min(L, this) run in parallel
   uint64_t chunkBytes = kPipelineChunkBytes;  ///< pipelining chunk of the message-passing plans
+  int radix = 2;  ///< largest radix of recursive halving-doubling (PlanParams::radix, CONFLUX_RHD_RADIX)
+  /// What each further message of a round to another peer adds, in alphas: a step of recursive
+  /// halving-doubling of radix r sends r - 1 messages at once and pays alpha x (1 + (r - 2) x this).
+  /// 1: they queue one after another; 0: their latencies overlap. Measured 0.6 here (4 ranks on the
+  /// 2-core VM, tcp and ofi: docs/cost-model.md, "Radix"); 1 outside the radix exchanges.
+  double extraMessage = 0.6;
   /// The hierarchical all-reduces' chunk is the model's choice per call (bestChunk) rather than chunkBytes
   /// (communicators do so unless CONFLUX_CHUNK_BYTES is set).
   bool chooseChunk = false;

@@ -4,7 +4,7 @@
 //   conflux-sim project --topo FILE.json [--nodes 1,2,4,...] [--bytes 1G] [--markdown]
 //                       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]
 //                       [--inter-gbytes G] [--ranks-per-node L] [--chunk auto|4M] [--window W] [--time]
-//                       [--coll allreduce|allgather|reducescatter|broadcast]
+//                       [--coll allreduce|allgather|reducescatter|broadcast] [--radix K] [--extra-message Q]
 //
 // One rank per GPU (or, without GPUs, per NUMA node). The network: every rail NIC of the topology
 // (core/topology/nic_assignment.h) at its link speed, derated by kNicEfficiency, alpha --inter-alpha-us.
@@ -59,6 +59,8 @@ constexpr char kUsage[] =
     "       --chunk SIZE: that chunk for every algorithm (4M by default); auto: 4 MiB, the hierarchical\n"
     "       all-reduces' chunk chosen per size by the model (shown beside the choice)\n"
     "       [--coll allreduce|allgather|reducescatter|broadcast] [--window W (1, round by round; as CONFLUX_EXEC_WINDOW)]\n"
+    "       [--radix K (rhd's largest radix, as CONFLUX_RHD_RADIX; 2)] [--extra-message Q (alphas each further\n"
+    "       message of a round adds; 0.6, measured here; 0: latencies overlap)]\n"
     "       conflux-sim predict --cost-file FILE --nodes N --ranks-per-node L [--bytes 64K,1M,256M]\n"
     "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|1M] [--window W] [--json]\n";
 
@@ -91,7 +93,7 @@ std::vector<int> parseList(const std::string& flag, const std::string& s) {
 
 enum Flag {
   kTopo = 256, kNodes, kBytes, kMarkdown, kIntraGBytes, kIntraAlpha, kInterAlpha, kReduceGBytes, kInterGBytes,
-  kRanksPerNode, kTime, kChunk, kColl, kWindow, kHelp,
+  kRanksPerNode, kTime, kChunk, kColl, kWindow, kRadix, kExtraMessage, kHelp,
 };
 const option kOptions[] = {
     {"topo", required_argument, nullptr, kTopo},
@@ -108,6 +110,8 @@ const option kOptions[] = {
     {"chunk", required_argument, nullptr, kChunk},
     {"window", required_argument, nullptr, kWindow},
     {"coll", required_argument, nullptr, kColl},
+    {"radix", required_argument, nullptr, kRadix},
+    {"extra-message", required_argument, nullptr, kExtraMessage},
     {"help", no_argument, nullptr, kHelp},
     {nullptr, 0, nullptr, 0},
 };
@@ -128,6 +132,8 @@ int main(int argc, char** argv) {
   uint64_t chunkBytes = 4 << 20;
   bool chooseChunk = false;
   int windowRounds = kExecWindowRounds;
+  int radix = 2;
+  double extraMessage = CostParams{}.extraMessage;
   // getopt_long sees the subcommand as the program name.
   opterr = 0;
   optind = 1;
@@ -168,6 +174,12 @@ int main(int argc, char** argv) {
       case kWindow:
         if (!cli::parseInt(v, 1, 4096, &windowRounds)) bad(flag, v, "a number of rounds from 1 to 4096");
         break;
+      case kRadix:
+        if (!cli::parseInt(v, 2, kMaxRhdRadix, &radix)) bad(flag, v, "a radix from 2 to 64");
+        break;
+      case kExtraMessage:
+        if (!cli::parseDouble(v, 0, &extraMessage) || extraMessage > 1) bad(flag, v, "a fraction from 0 to 1");
+        break;
       case kHelp: std::fputs(kUsage, stdout); return 0;
       case ':':
         std::fprintf(stderr, "conflux-sim: %s needs a value\n%s", flag.c_str(), kUsage);
@@ -196,6 +208,8 @@ int main(int argc, char** argv) {
     p.chunkBytes = chunkBytes;
     p.chooseChunk = chooseChunk;
     p.windowRounds = windowRounds;
+    p.radix = radix;
+    p.extraMessage = extraMessage;
     p.nicsPerNode = std::max<int>(1, int(rails.size()));
     double nicGbps = 0;
     for (int r : rails) nicGbps = std::max(nicGbps, m.nics[size_t(r)].speedGbps);

@@ -442,6 +442,45 @@ TEST(PlanCost, RhdFormulaSeesTheCrossingsOfItsPlans) {
   }
 }
 
+// A larger radix (CONFLUX_RHD_RADIX): the formulas follow the plans' steps and crossings (with each
+// message paying its own alpha, as planSeconds charges them), and trade rounds for messages per round as
+// params.extraMessage says: where latencies overlap (0) radix 4 beats radix 2 at a latency-bound size on
+// 16 nodes, where they queue (1) it loses; at a bandwidth-bound size both radices take the same bytes.
+TEST(PlanCost, LargerRadixFormulasFollowTheirPlans) {
+  CostParams params = rateLimitedLink();
+  params.extraMessage = 1;
+  for (int radix : {3, 4}) {
+    params.radix = radix;
+    for (auto [nodes, per] : {std::pair{4, 1}, {9, 1}, {6, 2}, {5, 1}}) {
+      for (uint64_t bytes : {uint64_t{1} << 20, uint64_t{64} << 20}) {
+        PlanParams p = blockLayoutParams(nodes, per, bytes);
+        p.radix = radix;
+        const CostShape shape{p.nranks, nodes, per, true};
+        for (Algo a : {Algo::RecHalvingDoubling, Algo::HierarchicalRhd}) {
+          // hier_rhd's formula spreads a fold's extra shard over the phase, which holds for many segments
+          // only (at 1 MiB its folding plans, radix 2 too, take 1.4x; RhdFormulaSeesTheCrossingsOfItsPlans checks 64 MiB).
+          if (a == Algo::HierarchicalRhd && bytes < (uint64_t{64} << 20)) continue;
+          const double formula = predictSeconds(a, Collective::AllReduce, bytes, shape, params);
+          const double plan = planSeconds(a, p, params);
+          EXPECT_NEAR(plan / formula, 1.0, 0.12) << algoName(a) << " radix " << radix << " on " << nodes << "x" << per
+                                                 << ", " << bytes << " bytes: plan " << plan * 1e6 << " us, formula "
+                                                 << formula * 1e6;
+        }
+      }
+    }
+  }
+  const CostShape sixteen{16, 16, 1, true};
+  auto predict = [&](int radix, double extra, uint64_t bytes) {
+    CostParams q = rateLimitedLink();
+    q.radix = radix;
+    q.extraMessage = extra;
+    return predictSeconds(Algo::HierarchicalRhd, Collective::AllReduce, bytes, sixteen, q);
+  };
+  EXPECT_LT(predict(4, 0, 4096), 0.75 * predict(2, 0, 4096));  // 4 latency-bound rounds instead of 8
+  EXPECT_GT(predict(4, 1, 4096), predict(2, 1, 4096));
+  EXPECT_NEAR(predict(4, 0, uint64_t{256} << 20) / predict(2, 0, uint64_t{256} << 20), 1.0, 0.02);
+}
+
 TEST(PlanCost, CostsTheSharedMemoryPlansTheFormulasLeaveOut) {
   CostParams params;
   PlanParams p;
