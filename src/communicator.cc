@@ -97,6 +97,12 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   // read before the bootstrap, so that a bad value fails every rank alike.
   // "auto" keeps the default and lets the cost model pick the hierarchical all-reduces' chunk (cost_probe.cc).
   chooseChunk_ = config::getString(config::Var::CHUNK_BYTES) == "auto";
+  if (const int64_t radix = config::getInt(config::Var::RHD_RADIX); radix < 2 || radix > kMaxRhdRadix) {
+    throw Error(Code::InvalidArgument, "CONFLUX_RHD_RADIX=" + std::to_string(radix) + ": must be 2 to " +
+                                           std::to_string(kMaxRhdRadix));
+  } else {
+    radix_ = static_cast<int>(radix);
+  }
   const int64_t windowRounds = config::getInt(config::Var::EXEC_WINDOW);
   if (windowRounds < 1 || windowRounds > 4096) {
     throw Error(Code::InvalidArgument, "CONFLUX_EXEC_WINDOW=" + std::to_string(windowRounds) + ": must be 1 to 4096");
@@ -316,12 +322,11 @@ void CommunicatorImpl::openNetwork(const std::vector<int>& localRanks, const Com
 
 void CommunicatorImpl::setCostModel(const CommOptions& options, int timeoutMs, const transport::BlobAllGather& allGather) {
   // The same on every rank: rank 0's probe or file, or a split child's parent's.
-  if (options.costs) {
-    selector_.setCostParams(*options.costs);
-  } else {
-    selector_.setCostParams(
-        calibrateCostModel(rank_, *nodeLayout_, *net_, chunkBytes_, chooseChunk_, env_.windowRounds, timeoutMs, allGather));
-  }
+  CostParams params = options.costs ? *options.costs
+                                    : calibrateCostModel(rank_, *nodeLayout_, *net_, chunkBytes_, chooseChunk_,
+                                                         env_.windowRounds, timeoutMs, allGather);
+  params.radix = radix_;  // the plans' radix (this rank's setting, which must be every rank's)
+  selector_.setCostParams(params);
 }
 
 bool CommunicatorImpl::recordError(const Status& s, int failedRank) {

@@ -250,6 +250,7 @@ class CommunicatorImpl {
   uint64_t stagingBytes_ = 0;
   uint64_t chunkBytes_ = kPipelineChunkBytes;
   bool chooseChunk_ = false;  // CONFLUX_CHUNK_BYTES=auto: the cost model picks hierarchical chunks
+  int radix_ = 2;             // CONFLUX_RHD_RADIX: recursive halving-doubling's largest radix
   std::vector<std::byte> scratch_;
   ExecWorkspace work_;
   RecentBuffers recent_;  // host buffers of recent calls: is a receive buffer still in cache?

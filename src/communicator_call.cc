@@ -191,6 +191,7 @@ PlanParams CommunicatorImpl::planParamsOf(const CallArgs& a) const {
   p.root = a.root;
   p.stagingBytes = stagingBytes_;
   p.chunkBytes = chunkBytes_;
+  p.radix = radix_;
   if (numNodes_ > 1) p.layout = nodeLayout_;
   return p;
 }

@@ -618,6 +618,20 @@ TEST(Api, ChunkBytesSetsThePipelineChunk) {
 
 namespace {
 
+// CONFLUX_RHD_RADIX outside 2..64 fails init on every rank with the variable named.
+TEST(Api, AnRhdRadixOutOfRangeIsAnInvalidArgumentNamingIt) {
+  for (const char* value : {"1", "65"}) {
+    auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
+      setenv("CONFLUX_RHD_RADIX", value, 1);
+      cfxComm_t comm = nullptr;
+      if (cfxCommInitRank(&comm, n, id, rank) != cfxInvalidArgument) return 2;
+      const std::string why = cfxGetLastError(nullptr);
+      return why.find(std::string("CONFLUX_RHD_RADIX=") + value) != std::string::npos ? 0 : 3;
+    });
+    EXPECT_TRUE(allSucceeded(out)) << value;
+  }
+}
+
 // CONFLUX_SPIN_US out of range fails init on every rank with the variable named (checked before the
 // bootstrap, so no rank is left waiting for the others).
 TEST(Api, ASpinTimeOutOfRangeIsAnInvalidArgumentNamingIt) {

@@ -141,11 +141,13 @@ INSTANTIATE_TEST_SUITE_P(Algos, StreamedStaging,
 // different nodes talk through the network transport CONFLUX_NET names: libfabric's tcp provider (ofi,
 // where built) or plain TCP sockets (tcp). Every collective, datatype and op with the selector's choices,
 // and with the hierarchical plans forced (all-reduce, all-gather, reduce-scatter and broadcast; uneven
-// 2+1 falls back to the ring).
+// 2+1 falls back to the ring); recursive halving-doubling of a larger radix (CONFLUX_RHD_RADIX) flat on 5
+// nodes (one folds) and between 3 nodes in hier_rhd.
 struct NodesCase {
   std::vector<int> nodeOf;
   const char* algo;
   const char* net = "auto";
+  const char* radix = "2";
 };
 
 void PrintTo(const NodesCase& c, std::ostream* os) {
@@ -159,7 +161,7 @@ TEST_P(NodesOnLoopback, MatchesReference) {
   Sweep sweep = fullSweep({0, 1, 1023, 300007});
   sweep.types = {cfxInt8, cfxFloat16, cfxFloat32, cfxFloat64};
   RunOptions opts;
-  opts.env = {{"CONFLUX_ALGO", c.algo}, {"CONFLUX_NET", c.net}};
+  opts.env = {{"CONFLUX_ALGO", c.algo}, {"CONFLUX_NET", c.net}, {"CONFLUX_RHD_RADIX", c.radix}};
   auto out = runRanks(static_cast<int>(c.nodeOf.size()), [&](int r, int nr, const cfxUniqueId& id) {
     simulateNode(c.nodeOf[r]);
     return sweepOnNewComm(r, nr, id, sweep);
@@ -173,11 +175,15 @@ INSTANTIATE_TEST_SUITE_P(
                       NodesCase{{0, 1, 0}, ""}, NodesCase{{0, 0, 1}, "hier"},
                       // The same sweep over the tcp transport.
                       NodesCase{{0, 0, 1, 1}, "", "tcp"}, NodesCase{{0, 1, 0, 1, 0, 1}, "hier", "tcp"},
-                      NodesCase{{0, 1, 0}, "", "tcp"}, NodesCase{{0, 0, 1}, "hier", "tcp"}),
+                      NodesCase{{0, 1, 0}, "", "tcp"}, NodesCase{{0, 0, 1}, "hier", "tcp"},
+                      NodesCase{{0, 1, 2, 3, 4}, "rhd", "auto", "4"}, NodesCase{{0, 1, 2, 0, 1, 2}, "hier_rhd", "auto", "3"}),
     [](const auto& p) {
       std::string name;
       for (int node : p.param.nodeOf) name += std::to_string(node);
-      return "nodes" + name + (*p.param.algo ? "_hier" : "_auto") + (std::string(p.param.net) == "tcp" ? "_tcp" : "");
+      const std::string algo = *p.param.algo ? "_" + std::string(p.param.algo) : "_auto";
+      const std::string radix = std::string(p.param.radix) == "2" ? "" : "_radix" + std::string(p.param.radix);
+      return "nodes" + name + (algo == "_hier_rhd" || algo == "_rhd" ? algo : (*p.param.algo ? "_hier" : "_auto")) + radix +
+             (std::string(p.param.net) == "tcp" ? "_tcp" : "");
     });
 
 }  // namespace
