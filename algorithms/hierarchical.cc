@@ -28,8 +28,9 @@
 // hier_rhd (Algo::HierarchicalRhd) runs phase B by recursive halving-doubling instead, hier_dbtree
 // (Algo::HierarchicalDbtree) by the double binary tree: the plan of rec_halving_doubling.cc or
 // double_binary_tree.cc for N ranks (inner rank = node index) on the shard, its peers mapped to the ranks
-// of equal local index, its send/recv to the shard, its scratch to a region per segment, its Finalize
-// dropped (phase F divides). Their latency grows with log2 N rather than N. The N inner plans are put on
+// of equal local index, its send/recv to the shard, its scratch to one of as many regions as phase B has
+// rounds (segments take them in turn), its Finalize dropped (phase F divides). Their latency grows with
+// log N rather than N (log2 N, or log_k N with CONFLUX_RHD_RADIX=k). The N inner plans are put on
 // one clock first (round_alignment.cc: a folded rhd rank idles while the others halve and double; a
 // dbtree leaf waits for its chunk), and phase B lasts the clock's span on every rank, so segments run
 // one round apart as with the ring: a segment's log2 N latencies overlap the next segments' rounds
@@ -68,6 +69,10 @@ struct Hier {
   };
   std::map<uint64_t, InnerPhase> innerPhases;  // by shard length
   uint64_t innerScratch = 0;                   // the most scratch one of them needs
+  /// Scratch regions of phase B, used by segments in turn (segment s takes region s % scratchRegions):
+  /// no more segments are in phase B at once than it has rounds, and segments that share a region are in
+  /// it at different rounds (the later one waits for the earlier one's bytes, op_graph.h).
+  uint64_t scratchRegions = 1;
 
   int localPeer(int j) const { return lay.nodes[static_cast<size_t>(k)][static_cast<size_t>(mod(j, L))]; }
   int nodePeer(int j) const { return lay.nodes[static_cast<size_t>(mod(j, N))][static_cast<size_t>(li)]; }
@@ -160,7 +165,7 @@ struct Hier {
       switch (ref.kind) {
         case BufKind::Send: return L > 1 ? BufRef::recv(base + ref.offset) : BufRef::send(base + ref.offset);
         case BufKind::Recv: return BufRef::recv(base + ref.offset);
-        case BufKind::Scratch: return BufRef::scratch(seg * innerScratchStride() + ref.offset);
+        case BufKind::Scratch: return BufRef::scratch((seg % scratchRegions) * innerScratchStride() + ref.offset);
         case BufKind::Staging: break;
       }
       throw Error(Code::InternalError, "hierarchical: the inner plan " + plan.algorithm + " uses staging");
@@ -244,6 +249,9 @@ struct Hier {
 
   void allReduce() {
     const uint64_t S = segments();
+    if (inner != Algo::Ring) {
+      scratchRegions = std::min<uint64_t>(S, static_cast<uint64_t>(std::max({1, roundsB(0), roundsB(S - 1)})));
+    }
     // Segment s starts D rounds after segment s-1. With the ring between nodes D = 1 (the pipelining
     // note above), and so with any inner algorithm whose plans share a clock (round_alignment.cc): both
     // ends of each message then sit in the same round of every segment. Without one (never for the
@@ -263,7 +271,7 @@ struct Hier {
         if (g - seg * D < T[seg]) emit(seg, static_cast<int>(g - seg * D));
       }
     }
-    if (innerScratch > 0) b.needScratch(S * innerScratchStride());
+    if (innerScratch > 0) b.needScratch(scratchRegions * innerScratchStride());
   }
 };
 

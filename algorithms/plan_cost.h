@@ -12,7 +12,8 @@ namespace conflux {
 
 /// Predicted seconds of plan algorithm `algo` for the call `p` describes (p.rank is ignored: the slowest
 /// rank's rounds count; p.layout says which ranks share a node, null: all do). It builds every rank's
-/// plan: for explanations and tests, not for every call. Negative when `algo` is no plan algorithm or does not support p.coll. Throws
+/// plan: for explanations and tests, not for every call. Every message pays its own alpha (as if
+/// CostParams::extraMessage were 1), so for rhd of a radix above 2 it reads higher than the formulas. Negative when `algo` is no plan algorithm or does not support p.coll. Throws
 /// what buildPlan throws for invalid parameters.
 double planSeconds(Algo algo, const PlanParams& p, const CostParams& params);
 

@@ -26,13 +26,14 @@
 //   rank copies/receives its own block into recv and finalizes it.
 // All-gather: even r < 2E sends its block to r+1; recursive doubling over groups; odd r < 2E sends the
 //   whole result back to r-1.
-// Every exchange is split into rounds of at most chunkBytes per message; a larger radix's received
-// pieces alternate between two sets of scratch slots from round to round, so that a window of rounds
-// (CONFLUX_EXEC_WINDOW) can receive the next pieces while the last ones are reduced.
-#include <map>
+// Every exchange is split into rounds of at most chunkBytes per message; within a step of a larger radix
+// the received pieces alternate between two sets of scratch slots from round to round, so that a window
+// of rounds (CONFLUX_EXEC_WINDOW) can receive the next pieces while the last ones are reduced.
+#include <string>
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "core/error.h"
 
 namespace conflux::sched {
 namespace {
@@ -238,59 +239,12 @@ void allGather(Rhd& h, uint64_t count) {
 
 }  // namespace
 
-namespace {
-
-/// The fewest factors in [2, maxRadix] whose product is m; -1 when m has a prime factor above maxRadix.
-/// `memo` caches the counts.
-int fewestFactors(int m, int maxRadix, std::map<int, int>& memo) {
-  if (m == 1) return 0;
-  if (auto it = memo.find(m); it != memo.end()) return it->second;
-  int best = -1;
-  for (int f = std::min(m, maxRadix); f >= 2; --f) {
-    if (m % f != 0) continue;
-    const int rest = fewestFactors(m / f, maxRadix, memo);
-    if (rest >= 0 && (best < 0 || rest + 1 < best)) best = rest + 1;
-  }
-  memo[m] = best;
-  return best;
-}
-
-}  // namespace
-
-RadixSchedule radixSchedule(int n, int maxRadix) {
-  RadixSchedule out;
-  if (n <= 1) return out;
-  if (maxRadix <= 2) {
-    out.P = largestPowerOfTwo(n);
-    for (int m = out.P; m > 1; m /= 2) out.radices.push_back(2);
-    return out;
-  }
-  std::map<int, int> memo;
-  int bestRounds = -1;
-  for (int P = n; P >= 2 && 2 * P >= n; --P) {  // the n - P extra ranks fold into P of the others
-    const int steps = fewestFactors(P, maxRadix, memo);
-    if (steps < 0) continue;
-    const int rounds = 2 * steps + (P < n ? 2 : 0);  // halving and doubling, fold-in and fold-out
-    if (bestRounds < 0 || rounds < bestRounds) {
-      bestRounds = rounds;
-      out.P = P;
-    }
-  }
-  // Spell the chosen P out: at each step the largest factor that keeps the fewest steps.
-  for (int m = out.P; m > 1;) {
-    for (int f = std::min(m, maxRadix); f >= 2; --f) {
-      if (m % f == 0 && fewestFactors(m / f, maxRadix, memo) == fewestFactors(m, maxRadix, memo) - 1) {
-        out.radices.push_back(f);
-        m /= f;
-        break;
-      }
-    }
-  }
-  return out;
-}
-
 Plan buildRecHalvingDoubling(const PlanParams& p) {
   PlanBuilder b("rhd");
+  if (p.radix < 2 || p.radix > kMaxRhdRadix) {
+    throw Error(Code::InvalidArgument, "rhd: radix " + std::to_string(p.radix) + " is not 2 to " +
+                                           std::to_string(kMaxRhdRadix));
+  }
   if (p.nranks == 1) {
     singleRank(b, p);
     return b.finish();

@@ -31,8 +31,9 @@ struct RadixSchedule {
   std::vector<int> radices;
 };
 /// maxRadix <= 2: P is the largest power of two <= n, every radix 2 (the classic schedule). Larger: the P
-/// from n down to n/2 (so that the extra ranks can fold pairwise) with the fewest rounds, each step one
-/// round each way and a fold two more; on a tie the larger P (fewer folded ranks). Radices largest first.
+/// from that power of two up to n (so a larger radix never folds more ranks than radix 2) with the fewest
+/// rounds, each step one round each way and a fold two more; on a tie the larger P. Radices largest
+/// first (radix_schedule.cc; cached per (n, maxRadix)).
 RadixSchedule radixSchedule(int n, int maxRadix);
 
 /// `count` elements split into `parts` contiguous blocks; the first count % parts get one extra.

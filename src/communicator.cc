@@ -37,10 +37,24 @@ struct PeerInfo {
   char machineId[64];  // the kernel: simulated nodes on one machine share its CPUs
   sockaddr_storage recovery;  // this rank's recovery point (src/recovery_point.h); family 0: none
   CpuShare cpus;              // the CPUs this rank may use (core/cpu_budget.h)
+  // The settings every rank's plans must share (a rank building other plans would wait for messages that
+  // never come): CONFLUX_CHUNK_BYTES (0: auto) and CONFLUX_RHD_RADIX.
+  uint64_t chunkBytes;
+  int64_t radix;
 };
 // Exchanged as bytes between ranks of one build: no pointers, no padding that differs.
 static_assert(std::is_trivially_copyable_v<PeerInfo>);
 static_assert(sizeof(CpuShare) == 128 + CpuShare::kMaxQuotas * 16, "CpuShare has no padding");
+
+/// The first difference between this rank's plan setting and rank `rank`'s, as an error message ("" when
+/// alike). Every rank sees every rank's settings after the exchange, so every rank finds one.
+std::string differs(const char* variable, const std::string& mine, const std::string& theirs, int rank) {
+  if (mine == theirs) return "";
+  return std::string(variable) + " differs between ranks: " + mine + " here, " + theirs + " on rank " +
+         std::to_string(rank) + " (every rank builds the same plans: set it alike on all of them)";
+}
+
+std::string chunkSetting(uint64_t chunkBytes) { return chunkBytes == 0 ? "auto" : std::to_string(chunkBytes); }
 
 std::vector<uint8_t> toBytes(const PeerInfo& info) {
   std::vector<uint8_t> v(sizeof info);
@@ -97,12 +111,12 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   // read before the bootstrap, so that a bad value fails every rank alike.
   // "auto" keeps the default and lets the cost model pick the hierarchical all-reduces' chunk (cost_probe.cc).
   chooseChunk_ = config::getString(config::Var::CHUNK_BYTES) == "auto";
-  if (const int64_t radix = config::getInt(config::Var::RHD_RADIX); radix < 2 || radix > kMaxRhdRadix) {
+  const int64_t radix = config::getInt(config::Var::RHD_RADIX);
+  if (radix < 2 || radix > kMaxRhdRadix) {
     throw Error(Code::InvalidArgument, "CONFLUX_RHD_RADIX=" + std::to_string(radix) + ": must be 2 to " +
                                            std::to_string(kMaxRhdRadix));
-  } else {
-    radix_ = static_cast<int>(radix);
   }
+  radix_ = static_cast<int>(radix);
   const int64_t windowRounds = config::getInt(config::Var::EXEC_WINDOW);
   if (windowRounds < 1 || windowRounds > 4096) {
     throw Error(Code::InvalidArgument, "CONFLUX_EXEC_WINDOW=" + std::to_string(windowRounds) + ": must be 1 to 4096");
@@ -133,9 +147,12 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   std::strncpy(mine.hostId, host.c_str(), sizeof mine.hostId - 1);
   std::strncpy(mine.machineId, machineIdentity().c_str(), sizeof mine.machineId - 1);
   mine.cpus = myCpuShare();
+  mine.chunkBytes = chooseChunk_ ? 0 : chunkBytes_;
+  mine.radix = radix_;
   std::vector<uint8_t> all = boot.allGather(toBytes(mine));
   std::vector<std::string> hosts(nranks);
   std::vector<CpuShare> cpusOnMachine;
+  std::string mismatch;
   recoveryPoints_.resize(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
     PeerInfo p;
@@ -145,6 +162,15 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     p.machineId[sizeof p.machineId - 1] = '\0';
     hosts[r] = p.hostId;
     if (std::strncmp(p.machineId, mine.machineId, sizeof p.machineId) == 0) cpusOnMachine.push_back(p.cpus);
+    if (mismatch.empty()) mismatch = differs("CONFLUX_RHD_RADIX", std::to_string(mine.radix), std::to_string(p.radix), r);
+    if (mismatch.empty()) {
+      mismatch = differs("CONFLUX_CHUNK_BYTES", chunkSetting(mine.chunkBytes), chunkSetting(p.chunkBytes), r);
+    }
+  }
+  if (!mismatch.empty()) {
+    // Every rank fails here: all leave the store first, so that the rank hosting it strands nobody.
+    boot.finish(server != nullptr);
+    throw Error(Code::InvalidArgument, mismatch);
   }
   LocalLayout layout = computeLocalLayout(hosts, rank);
   // Ranks of every node, for the hierarchical algorithms (nodes numbered by first appearance).

@@ -632,6 +632,23 @@ TEST(Api, AnRhdRadixOutOfRangeIsAnInvalidArgumentNamingIt) {
   }
 }
 
+// Settings every rank's plans depend on must agree: a rank with another radix or chunk fails init on every
+// rank, naming the variable and both values, instead of leaving them waiting for messages.
+TEST(Api, PlanSettingsThatDifferBetweenRanksFailInitOnEveryRank) {
+  for (const char* variable : {"CONFLUX_RHD_RADIX", "CONFLUX_CHUNK_BYTES"}) {
+    const bool radix = std::string(variable) == "CONFLUX_RHD_RADIX";
+    auto out = runRanks(3, [&](int rank, int n, const cfxUniqueId& id) -> int {
+      setenv(variable, rank == 2 ? (radix ? "4" : "auto") : (radix ? "2" : "65536"), 1);
+      cfxComm_t comm = nullptr;
+      if (cfxCommInitRank(&comm, n, id, rank) != cfxInvalidArgument) return 2;
+      const std::string why = cfxGetLastError(nullptr);
+      const std::string want = std::string(variable) + " differs between ranks";
+      return why.find(want) != std::string::npos && why.find(radix ? "4" : "auto") != std::string::npos ? 0 : 3;
+    });
+    EXPECT_TRUE(allSucceeded(out)) << variable;
+  }
+}
+
 // CONFLUX_SPIN_US out of range fails init on every rank with the variable named (checked before the
 // bootstrap, so no rank is left waiting for the others).
 TEST(Api, ASpinTimeOutOfRangeIsAnInvalidArgumentNamingIt) {

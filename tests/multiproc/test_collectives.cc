@@ -180,10 +180,9 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& p) {
       std::string name;
       for (int node : p.param.nodeOf) name += std::to_string(node);
-      const std::string algo = *p.param.algo ? "_" + std::string(p.param.algo) : "_auto";
+      const std::string algo = *p.param.algo ? p.param.algo : "auto";
       const std::string radix = std::string(p.param.radix) == "2" ? "" : "_radix" + std::string(p.param.radix);
-      return "nodes" + name + (algo == "_hier_rhd" || algo == "_rhd" ? algo : (*p.param.algo ? "_hier" : "_auto")) + radix +
-             (std::string(p.param.net) == "tcp" ? "_tcp" : "");
+      return "nodes" + name + "_" + algo + radix + (std::string(p.param.net) == "tcp" ? "_tcp" : "");
     });
 
 }  // namespace

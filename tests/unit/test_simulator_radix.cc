@@ -11,6 +11,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/algorithms.h"
@@ -32,21 +33,22 @@ TEST(RadixSchedule, RadixTwoIsTheClassicPowerOfTwo) {
 }
 
 TEST(RadixSchedule, FewestRoundsWithinTheRadix) {
-  // 1024 = 4^5 and 4 x 4 x 4 x 4 x 4; 6 = 3 x 2 (no fold); 7 folds to 4 (one step and two folds beat 6's
-  // two steps and two folds); 12 = 4 x 3; 9 with radix 8 is 3 x 3 (no fold: 4 rounds) rather than 8 with
-  // a fold (2 + 2 rounds, a tie that the larger P wins).
+  // 1024 = 4^5; 6 = 3 x 2 (no fold); 7 folds to 4 (one step and two folds beat 6's two steps and two
+  // folds); 12 = 4 x 3; 9 with radix 8 is 3 x 3 (no fold: 4 rounds) rather than 8 with a fold (2 + 2
+  // rounds, a tie that the larger P wins); 16 with radix 3 stays 2^4 (9 would fold 7 ranks).
   EXPECT_EQ(sched::radixSchedule(1024, 4).radices, (std::vector<int>{4, 4, 4, 4, 4}));
   EXPECT_EQ(sched::radixSchedule(6, 4).radices, (std::vector<int>{3, 2}));
   EXPECT_EQ(sched::radixSchedule(7, 4).P, 4);
   EXPECT_EQ(sched::radixSchedule(12, 4).radices, (std::vector<int>{4, 3}));
   EXPECT_EQ(sched::radixSchedule(9, 8).radices, (std::vector<int>{3, 3}));
   EXPECT_EQ(sched::radixSchedule(1024, 8).radices.size(), 4u);  // 8 x 8 x 4 x 4
+  EXPECT_EQ(sched::radixSchedule(16, 3).radices, (std::vector<int>{2, 2, 2, 2}));
   for (int k : {3, 4, 5, 8, 16}) {
     for (int n = 1; n <= 300; ++n) {
       const sched::RadixSchedule s = sched::radixSchedule(n, k);
       ASSERT_EQ(product(s.radices), s.P) << n << " radix " << k;
       EXPECT_LE(s.P, n);
-      EXPECT_GE(2 * s.P, n) << "the extra ranks must fold pairwise: " << n << " radix " << k;
+      EXPECT_GE(s.P, sched::largestPowerOfTwo(n)) << "never more folded ranks than radix 2: " << n << " radix " << k;
       for (int r : s.radices) {
         EXPECT_GE(r, 2);
         EXPECT_LE(r, k);
@@ -105,6 +107,12 @@ TEST(RadixSim, FlatRhdEveryCollective) {
       for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
         runs += runRadix(Algo::RecHalvingDoubling, c, n, radix, nullptr);
       }
+    }
+  }
+  // The upper end: one step of 15 or 19 peers (radix 16 on 16 ranks, 64 on 20 ranks).
+  for (auto [radix, n] : {std::pair{16, 16}, {64, 20}}) {
+    for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather}) {
+      runs += runRadix(Algo::RecHalvingDoubling, c, n, radix, nullptr);
     }
   }
   RecordProperty("configs", runs);
