@@ -12,6 +12,7 @@
 
 #include "algorithms/algorithms.h"
 #include "algorithms/simulator.h"
+#include "tests/unit/sim_sweep.h"
 
 namespace conflux {
 namespace {
@@ -32,43 +33,10 @@ std::shared_ptr<const NodeLayout> fromNodeOf(std::vector<int> nodeOf) {
   return std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(nodeOf));
 }
 
-constexpr RedOp kOps[] = {RedOp::Sum, RedOp::Avg, RedOp::PreMulSum, RedOp::Max, RedOp::Min, RedOp::Prod, RedOp::Bxor};
-constexpr uint32_t kElts[] = {1, 2, 4, 8};
-
 int runOne(const std::shared_ptr<const NodeLayout>& layout, int nranks, const std::string& what, Algo algo,
            Collective coll = Collective::AllReduce) {
-  int runs = 0, failures = 0;
   const uint64_t n = static_cast<uint64_t>(nranks);
-  const std::vector<uint64_t> counts = {0, 1, 7, n - 1, n + 1, 2 * n + 3, 1023, 4099};
-  for (uint64_t count : counts) {
-    for (uint32_t elt : kElts) {
-      for (bool inPlace : {false, true}) {
-        for (int chunking = 0; chunking < 3; ++chunking) {
-          SimConfig cfg;
-          PlanParams& p = cfg.params;
-          p.coll = coll;
-          p.root = (runs + static_cast<int>(count)) % nranks;
-          p.nranks = nranks;
-          p.count = count;
-          p.eltSize = elt;
-          p.layout = layout;
-          // 0: unchunked; 1: a few elements per chunk (many segments); 2: a chunk not dividing anything.
-          p.chunkBytes = chunking == 0 ? 0 : chunking == 1 ? 3 * uint64_t{elt} : 37 * uint64_t{elt} + 1;
-          cfg.op = kOps[(runs + count) % std::size(kOps)];
-          cfg.inPlace = inPlace;
-          cfg.calls = 2;
-          cfg.seed = static_cast<uint64_t>(runs) * 7919 + count;
-          const SimResult r = simulate(cfg, algo);
-          ++runs;
-          if (!r.ok && ++failures <= 5) {
-            ADD_FAILURE() << algoName(algo) << " " << collectiveName(coll) << " " << what << ": " << describe(cfg)
-                          << ": " << r.error;
-          }
-        }
-      }
-    }
-  }
-  return runs;
+  return runSimSweep({algo, coll, nranks, layout, 2, {0, 1, 7, n - 1, n + 1, 2 * n + 3, 1023, 4099}, what});
 }
 
 /// The hierarchical all-reduces: ring, recursive halving-doubling and double binary tree between nodes.

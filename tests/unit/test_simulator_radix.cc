@@ -17,6 +17,7 @@
 #include "algorithms/algorithms.h"
 #include "algorithms/schedule.h"
 #include "algorithms/simulator.h"
+#include "tests/unit/sim_sweep.h"
 
 namespace conflux {
 namespace {
@@ -61,43 +62,11 @@ TEST(RadixSchedule, FewestRoundsWithinTheRadix) {
   }
 }
 
-constexpr RedOp kOps[] = {RedOp::Sum, RedOp::Avg, RedOp::PreMulSum, RedOp::Max, RedOp::Min, RedOp::Prod, RedOp::Bxor};
-constexpr uint32_t kElts[] = {1, 2, 4, 8};
-
-/// Runs `algo` for `coll` on `nranks` ranks (over `layout` when given) with radix `radix` across counts,
-/// element sizes, in and out of place and three chunkings; returns the number of runs.
+/// `algo` for `coll` on `nranks` ranks (over `layout` when given) at radix `radix`; the number of runs.
 int runRadix(Algo algo, Collective coll, int nranks, int radix, const std::shared_ptr<const NodeLayout>& layout) {
-  int runs = 0, failures = 0;
   const uint64_t n = static_cast<uint64_t>(nranks);
-  for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{7}, n - 1, n + 1, 2 * n + 3, uint64_t{1023}}) {
-    for (uint32_t elt : kElts) {
-      for (bool inPlace : {false, true}) {
-        for (int chunking = 0; chunking < 3; ++chunking) {
-          SimConfig cfg;
-          PlanParams& p = cfg.params;
-          p.coll = coll;
-          p.nranks = nranks;
-          p.count = count;
-          p.eltSize = elt;
-          p.radix = radix;
-          p.layout = layout;
-          // 0: unchunked; 1: a few elements per chunk (several rounds per step); 2: one not dividing anything.
-          p.chunkBytes = chunking == 0 ? 0 : chunking == 1 ? 3 * uint64_t{elt} : 37 * uint64_t{elt} + 1;
-          cfg.op = kOps[(static_cast<uint64_t>(runs) + count) % std::size(kOps)];
-          cfg.inPlace = inPlace;
-          cfg.calls = 2;
-          cfg.seed = static_cast<uint64_t>(runs) * 7919 + count;
-          const SimResult r = simulate(cfg, algo);
-          ++runs;
-          if (!r.ok && ++failures <= 5) {
-            ADD_FAILURE() << algoName(algo) << " " << collectiveName(coll) << " radix " << radix << ": "
-                          << describe(cfg) << ": " << r.error;
-          }
-        }
-      }
-    }
-  }
-  return runs;
+  return runSimSweep({algo, coll, nranks, layout, radix, {0, 1, 7, n - 1, n + 1, 2 * n + 3, 1023},
+                      "radix " + std::to_string(radix)});
 }
 
 TEST(RadixSim, FlatRhdEveryCollective) {
