@@ -71,7 +71,9 @@ struct Hier {
   uint64_t innerScratch = 0;                   // the most scratch one of them needs
   /// Scratch regions of phase B, used by segments in turn (segment s takes region s % scratchRegions):
   /// no more segments are in phase B at once than it has rounds, and segments that share a region are in
-  /// it at different rounds (the later one waits for the earlier one's bytes, op_graph.h).
+  /// it at different rounds (the later one waits for the earlier one's bytes, op_graph.h). A window of
+  /// more rounds than phase B has (CONFLUX_EXEC_WINDOW) cannot run a segment's phase B ahead of the one
+  /// whose region it reuses: that costs memory for nothing at the default window of 1.
   uint64_t scratchRegions = 1;
 
   int localPeer(int j) const { return lay.nodes[static_cast<size_t>(k)][static_cast<size_t>(mod(j, L))]; }
@@ -153,8 +155,8 @@ struct Hier {
 
   /// Tick `t` of my phase B for segment `seg` (my inner round there, if any), with peers and buffers
   /// mapped: inner rank v is node v's rank with my local index; inner send/recv are my shard (in recv
-  /// after phase A, or in send with one rank per node); scratch is a region per segment. Finalize is left
-  /// to phase F.
+  /// after phase A, or in send with one rank per node); scratch is region seg % scratchRegions. Finalize
+  /// is left to phase F.
   void emitInner(uint64_t seg, int t) {
     const InnerPhase& phase = innerPhase(shardLen(seg, li));
     if (t >= static_cast<int>(phase.roundAt.size()) || phase.roundAt[static_cast<size_t>(t)] < 0) return;

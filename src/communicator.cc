@@ -168,8 +168,13 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     }
   }
   if (!mismatch.empty()) {
-    // Every rank fails here: all leave the store first, so that the rank hosting it strands nobody.
-    boot.finish(server != nullptr);
+    // Every rank fails here: all leave the store first, so that the rank hosting it strands nobody. A
+    // rank that died meanwhile makes that time out; the setting that differs is still the error to report.
+    try {
+      boot.finish(server != nullptr);
+    } catch (const Error& e) {
+      CFX_WARN(kInit, "rank %d: leaving the bootstrap store after a setting that differs: %s", rank, e.what());
+    }
     throw Error(Code::InvalidArgument, mismatch);
   }
   LocalLayout layout = computeLocalLayout(hosts, rank);
