@@ -5,6 +5,9 @@
 #include <cstring>
 #include <string>
 
+#include "core/config.h"
+#include "core/log.h"
+
 namespace conflux::ofi {
 
 CommNet::CommNet(std::shared_ptr<Transport> transport) : transport_(std::move(transport)) {
@@ -78,6 +81,22 @@ void CommNet::listenForNotices(const std::vector<int>& peers) {
   board_ = std::make_shared<NoticeBoard>(*transport_, remote);
   transport_->keepUntilClosed(board_);  // its receives stay posted until the endpoints close
   noticePeers_ = peers;
+  const auto closeWait = std::chrono::milliseconds(config::getInt(config::Var::OFI_CLOSE_WAIT_MS));
+  if (closeWait.count() <= 0 || remote.empty()) return;
+  // The closing handshake (notice_board.h). After a failed call the goodbyes only get the notices' 200 ms
+  // to leave: the peers that are still healthy then stop waiting for this rank, and this rank does not wait
+  // for ranks that may be dead.
+  transport_->beforeClose([board = board_.get(), closeWait](bool healthy) {
+    const auto start = Clock::now();
+    const std::vector<int> silent =
+        board->farewell(healthy, start + (healthy ? closeWait : std::chrono::milliseconds(200)));
+    if (silent.empty()) return;
+    std::string list;
+    for (int r : silent) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    CFX_WARN(kNet, "ofi: closing the endpoints without a goodbye from rank(s) %s within CONFLUX_OFI_CLOSE_WAIT_MS=%lld ms: "
+             "a message to them still on its way may be cut off (they have not closed theirs, or are gone)",
+             list.c_str(), static_cast<long long>(closeWait.count()));
+  });
 }
 
 void CommNet::shareNotices(const CommNet& parent, uint64_t id) {

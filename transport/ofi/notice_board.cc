@@ -18,6 +18,7 @@ NoticeBoard::NoticeBoard(Transport& transport, const std::vector<int>& remote)
   }
   in_.resize(peers_.size());
   received_.resize(peers_.size());
+  saidGoodbye_.resize(peers_.size(), false);
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < peers_.size(); ++i) post(i);
 }
@@ -48,12 +49,18 @@ NoticeBoard::NoticeText NoticeBoard::composeProgress(uint64_t id, uint64_t seq, 
 void NoticeBoard::readArrived() {
   for (size_t i = 0; i < peers_.size(); ++i) {
     const Request& r = received_[i];
+    if (saidGoodbye_[i]) continue;
     // A receive that failed (the peer's connection broke) is no notice, and no more come from that peer:
     // the communicators' own requests say so.
     if (!r.done() || r.failed()) continue;
     uint64_t from = 0;
     std::memcpy(&from, in_[i].data(), sizeof from);
     const char* text = in_[i].data() + sizeof from;
+    if (*text == kGoodbyeMark) {
+      // The peer is closing: nothing more comes from it, so its receive is not posted again.
+      saidGoodbye_[i] = true;
+      continue;
+    }
     if (*text == kProgressMark) {
       uint64_t seq = 0;
       int64_t ageNs = 0;
@@ -83,6 +90,39 @@ transport::MessageTransport::HeardProgress NoticeBoard::heardProgress(uint64_t i
   std::lock_guard lock(mutex_);
   const auto it = progress_.find({id, from});
   return it != progress_.end() ? it->second.forCall(seq) : transport::MessageTransport::HeardProgress{};
+}
+
+std::vector<int> NoticeBoard::farewell(bool waitForPeers, Deadline until) {
+  std::unique_lock lock(mutex_);
+  goodbye_ = NoticeText{};
+  goodbye_[sizeof(uint64_t)] = kGoodbyeMark;
+  goodbyes_.clear();
+  for (int peer : peers_) goodbyes_.push_back(transport_.isend(peer, wireTag(), goodbye_.data(), kNoticeBytes));
+  // Ranks still to hear from: a receive that failed is a broken connection, from which no goodbye comes.
+  auto silent = [&] {
+    std::vector<int> out;
+    for (size_t i = 0; i < peers_.size(); ++i) {
+      if (!saidGoodbye_[i] && !received_[i].failed()) out.push_back(peers_[i]);
+    }
+    return out;
+  };
+  auto over = [&] {
+    for (size_t i = 0; i < peers_.size(); ++i) {
+      if (!goodbyes_[i].done() && !received_[i].failed()) return false;  // still leaving, over a live connection
+    }
+    return !waitForPeers || silent().empty();
+  };
+  // Nothing else drives the Transport any more (its last communicator is gone), so the lock is only
+  // released around the blocking poll for form's sake.
+  for (;;) {
+    transport_.progress();
+    readArrived();
+    if (over() || Clock::now() >= until) break;
+    lock.unlock();
+    transport_.poll(until);
+    lock.lock();
+  }
+  return waitForPeers ? silent() : std::vector<int>{};
 }
 
 void NoticeBoard::forget(uint64_t id) {

@@ -13,6 +13,13 @@
 // (Network::tellProgress): after the id a byte kProgressMark (no failure text starts with it), then the call
 // number, the age of the sender's last progress and its hop count; the board keeps the latest per
 // communicator and sender.
+//
+// The board also carries the closing handshake (farewell): a rank whose endpoints close tells every rank it
+// listens to goodbye (after the id, the byte kGoodbyeMark) and, while its calls were healthy, keeps them open
+// until each of those ranks said goodbye too, which a rank says only once its last call is over. Without it a
+// rank that finished first closed its endpoints while a peer still had its last message to read, and
+// libfabric's `net` and `sockets` providers could lose that message (the close of a socket with unread
+// bytes resets the connection).
 #pragma once
 
 #include <array>
@@ -34,6 +41,7 @@ class NoticeBoard {
   static constexpr size_t kNoticeBytes = 1024;  ///< every notice is this long (receives match sizes exactly)
   using NoticeText = std::array<char, kNoticeBytes>;
   static constexpr char kProgressMark = '\x01';  ///< the byte after the id that makes a progress notice
+  static constexpr char kGoodbyeMark = '\x02';   ///< the byte after the id that makes a goodbye
 
   /// Posts a receive for a notice from each of the Transport's ranks `remote` (those on other nodes; ranks
   /// out of range are left out). The board must outlive the Transport's endpoints (the opener hands it to
@@ -61,6 +69,12 @@ class NoticeBoard {
   /// The tag a notice travels with on the Transport (tag space 0).
   static uint64_t wireTag();
 
+  /// The closing handshake, run as the Transport closes (Transport::beforeClose): sends a goodbye to every
+  /// rank listened to, then progresses until the goodbyes have left and, when `waitForPeers`, each of those
+  /// ranks said goodbye too or its connection broke (its receive failed), or until `until` passes. Returns
+  /// the ranks it waited for in vain (none unless `waitForPeers`).
+  std::vector<int> farewell(bool waitForPeers, Deadline until);
+
  private:
   void post(size_t i);  ///< under mutex_
   void readArrived();   ///< under mutex_: takes in what the completed receives hold, and posts them again
@@ -71,6 +85,9 @@ class NoticeBoard {
   std::vector<int> peers_;   ///< the Transport's ranks listened to
   std::vector<NoticeText> in_;
   std::vector<Request> received_;
+  std::vector<bool> saidGoodbye_;  ///< by index into peers_: a goodbye arrived (its receive is not posted again)
+  NoticeText goodbye_{};           ///< what farewell() sends, read by every send
+  std::vector<Request> goodbyes_;
   std::unordered_map<uint64_t, std::string> arrived_;  ///< the first notice per communicator id
   std::map<std::pair<uint64_t, int>, transport::ToldProgress> progress_;  ///< by (communicator id, sender)
 };

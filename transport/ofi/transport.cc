@@ -73,6 +73,14 @@ std::vector<std::string> splitList(const std::string& text) {
 Transport::Transport() : ownWaiter_(std::make_unique<Waiter>()) {}
 
 Transport::~Transport() {
+  if (farewell_) {
+    bool healthy = false;
+    {
+      std::lock_guard lock(mutex_);
+      healthy = !failedCall_;
+    }
+    farewell_(healthy);
+  }
   // End every op on every rail first: an op may hold registrations from several rails' caches.
   for (auto& rail : rails_) rail->abortAll(Status(Code::Aborted, "ofi: transport closed"));
   rails_.clear();
@@ -388,6 +396,12 @@ void Transport::keepFailedUntilClosed(std::shared_ptr<void> what) {
   kept_.push_back(std::move(what));
   // A call failed on these rails: what is still posted there may be bound to a dead or broken connection.
   for (auto& rail : rails_) rail->parkIfPosted();
+  failedCall_ = true;
+}
+
+void Transport::beforeClose(std::function<void(bool healthy)> farewell) {
+  std::lock_guard lock(mutex_);
+  farewell_ = std::move(farewell);
 }
 
 void Transport::releaseSpaces(uint32_t mask) {

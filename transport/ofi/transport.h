@@ -207,6 +207,10 @@ class Transport {
   /// keepUntilClosed for the buffers of a failed call: the rails then park, rather than cancel, what is
   /// still posted when they close (Rail::parkIfPosted).
   void keepFailedUntilClosed(std::shared_ptr<void> what);
+  /// Runs `farewell(healthy)` first when the Transport closes, while the endpoints still work (the notice
+  /// board's closing handshake). `healthy` is false once a call failed on these rails
+  /// (keepFailedUntilClosed). The callable must not throw.
+  void beforeClose(std::function<void(bool healthy)> farewell);
 
  private:
   Transport();
@@ -232,6 +236,8 @@ class Transport {
   uint32_t freeSpaces_ = ~uint32_t{1} & ((uint32_t{1} << kMaxTagSpaces) - 1);
   std::unique_ptr<Waiter> ownWaiter_;  ///< for poll/wait without a Waiter
   std::vector<std::shared_ptr<void>> kept_;  ///< keepUntilClosed; freed after the rails close
+  bool failedCall_ = false;                  ///< keepFailedUntilClosed was called
+  std::function<void(bool)> farewell_;       ///< beforeClose
 };
 
 }  // namespace conflux::ofi

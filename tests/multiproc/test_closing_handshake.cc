@@ -1,0 +1,121 @@
+// The libfabric endpoints' closing handshake (transport/ofi/notice_board.h): a rank that destroys its last
+// communicator across nodes first tells the ranks on other nodes goodbye and keeps its endpoints open until
+// each of them said goodbye too (each does once its own last call is over), for at most
+// CONFLUX_OFI_CLOSE_WAIT_MS; a communicator whose call failed does not wait. Without it, a rank that
+// finished first could close while a peer had its last message still to read, and libfabric's `net`
+// provider then lost that message.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/multiproc/harness.h"
+#include "tests/multiproc/init_logs.h"
+
+using namespace conflux::testing;
+
+namespace {
+
+#if CONFLUX_TEST_OFI
+
+using Clock = std::chrono::steady_clock;
+
+int64_t msSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+/// One all-reduce across the two simulated nodes; true when every element is the rank count.
+bool allReduceOnce(cfxComm_t comm, int n) {
+  std::vector<float> v(1000, 1.0f);
+  if (cfxAllReduce(v.data(), v.data(), v.size(), cfxFloat32, cfxSum, comm, nullptr) != cfxSuccess) return false;
+  return v.front() == float(n) && v.back() == float(n);
+}
+
+// Rank 1 closes 600 ms after rank 0: rank 0's destroy lasts until rank 1's goodbye, and no longer.
+TEST(ClosingHandshake, TheFirstRankToCloseWaitsForTheOtherNodesGoodbye) {
+  auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    simulateNode(rank);
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+    EXPECT_TRUE(allReduceOnce(comm, n)) << cfxGetLastError(comm);
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    const auto start = Clock::now();
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    const int64_t ms = msSince(start);
+    if (rank == 0) {
+      EXPECT_GE(ms, 400) << "rank 0 closed before rank 1 said goodbye";
+      EXPECT_LT(ms, 1900) << "rank 0 waited out CONFLUX_OFI_CLOSE_WAIT_MS although rank 1 said goodbye";
+    } else {
+      EXPECT_LT(ms, 400) << "rank 0's goodbye had arrived long before rank 1 closed";
+    }
+    return 0;
+  });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+// A peer that does not close in time: the wait ends after CONFLUX_OFI_CLOSE_WAIT_MS, with a warning that
+// names it; and 0 turns the handshake off.
+TEST(ClosingHandshake, TheWaitIsBoundedAndNamesTheSilentRank) {
+  const InitLogs logs;
+  for (const char* wait : {"300", "0"}) {
+    RunOptions opts = logs.options();
+    for (auto& [name, value] : opts.env) {
+      if (name == "CONFLUX_DEBUG_SUBSYS") value = "INIT,NET";  // the warning is the network's
+    }
+    opts.env.push_back({"CONFLUX_OFI_CLOSE_WAIT_MS", wait});
+    auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
+      simulateNode(rank);
+      cfxComm_t comm;
+      if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+      EXPECT_TRUE(allReduceOnce(comm, n)) << cfxGetLastError(comm);
+      if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      const auto start = Clock::now();
+      EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+      const int64_t ms = msSince(start);
+      if (rank == 0) {
+        const bool off = std::string(wait) == "0";
+        const int warned = linesContaining(logs.mine(), "without a goodbye from rank(s) 1 within CONFLUX_OFI_CLOSE_WAIT_MS");
+        if (off) {
+          EXPECT_LT(ms, 250) << "the handshake is off";
+          EXPECT_EQ(warned, 0);
+        } else {
+          EXPECT_GE(ms, 250) << "rank 0 did not wait for rank 1's goodbye";
+          EXPECT_LT(ms, 1200) << "rank 0 waited past CONFLUX_OFI_CLOSE_WAIT_MS=300";
+          EXPECT_EQ(warned, 1) << "the warning names rank 1";
+        }
+      }
+      return 0;
+    }, opts);
+    EXPECT_TRUE(allSucceeded(out)) << "CONFLUX_OFI_CLOSE_WAIT_MS=" << wait;
+  }
+}
+
+// A communicator whose call failed does not wait for goodbyes (its peers may be dead): rank 0 all-reduces
+// alone, times out, and closes at once although rank 1 closes 1.5 s later; rank 1, healthy, does not wait
+// for rank 0, whose goodbye came before.
+TEST(ClosingHandshake, AFailedCommunicatorDoesNotWait) {
+  auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    simulateNode(rank);
+    cfxConfig_t config = CFX_CONFIG_INITIALIZER;
+    config.timeoutMs = 300;
+    cfxComm_t comm;
+    if (cfxCommInitRankConfig(&comm, n, id, rank, &config) != cfxSuccess) return 2;
+    if (rank == 0) {
+      std::vector<float> v(1000, 1.0f);
+      EXPECT_EQ(cfxAllReduce(v.data(), v.data(), v.size(), cfxFloat32, cfxSum, comm, nullptr), cfxTimeout);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    }
+    const auto start = Clock::now();
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    EXPECT_LT(msSince(start), 500) << "rank " << rank << " waited at close";
+    return 0;
+  });
+  EXPECT_TRUE(allSucceeded(out));
+}
+
+#endif  // CONFLUX_TEST_OFI
+
+}  // namespace
