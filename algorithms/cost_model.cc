@@ -526,7 +526,7 @@ std::string formatCostText(const CostParams& params) {
          (params.chooseChunk ? " bytes, hierarchical all-reduce chunks chosen per call)\n" : " bytes)\n") + line("intra_alpha_us", params.intra.alpha * 1e6) +
          line("intra_gbytes_per_s", params.intra.bandwidth / 1e9) + line("inter_alpha_us", params.inter.alpha * 1e6) +
          line("inter_gbytes_per_s", params.inter.bandwidth / 1e9) + line("reduce_gbytes_per_s", params.reduceRate / 1e9) +
-         "nics_per_node=" + std::to_string(params.nicsPerNode) + "\n";
+         "nics_per_node=" + std::to_string(params.nicsPerNode) + "\n" + line("extra_message", params.extraMessage);
 }
 
 void loadCostFile(const std::string& path, CostParams& params) {
@@ -557,6 +557,11 @@ void parseCostText(std::istream& in, const std::string& path, CostParams& params
       if (used != item.size() - eq - 1) throw std::invalid_argument(key);
     } catch (const std::exception&) {
       bad("'" + key + "' needs a number");
+    }
+    if (key == "extra_message") {  // 0 is a value here: latencies that overlap completely
+      if (!(v >= 0 && v <= 1)) bad("'extra_message' must be a number from 0 to 1");
+      params.extraMessage = v;
+      continue;
     }
     if (!(v > 0) || !std::isfinite(v)) bad("'" + key + "' must be a finite number > 0");
     if (key == "intra_alpha_us") params.intra.alpha = v * 1e-6;

@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 // What rank 0 shares: its parameters as numbers (the model's inputs) and whether they are final.
 struct Shared {
-  double intraAlpha, intraBw, interAlpha, interBw, reduceRate;
+  double intraAlpha, intraBw, interAlpha, interBw, reduceRate, extraMessage;
   int32_t nicsPerNode;
   int32_t needProbe;  // 1: rank 0 has nothing cached; the probe pair measures now
   int32_t windowRounds;  // rank 0's CONFLUX_EXEC_WINDOW: every rank's model follows one executor setting
@@ -40,6 +40,7 @@ Shared pack(const CostParams& p, bool needProbe) {
   s.interAlpha = p.inter.alpha;
   s.interBw = p.inter.bandwidth;
   s.reduceRate = p.reduceRate;
+  s.extraMessage = p.extraMessage;
   s.nicsPerNode = p.nicsPerNode;
   s.needProbe = needProbe ? 1 : 0;
   s.windowRounds = p.windowRounds;
@@ -52,6 +53,7 @@ CostParams unpack(const Shared& s, uint64_t chunkBytes, bool chooseChunk) {
   p.intra = {s.intraAlpha, s.intraBw};
   p.inter = {s.interAlpha, s.interBw};
   p.reduceRate = s.reduceRate;
+  p.extraMessage = s.extraMessage;
   p.nicsPerNode = s.nicsPerNode;
   p.chunkBytes = chunkBytes;
   p.chooseChunk = chooseChunk;
@@ -67,12 +69,15 @@ T fromRank0(const transport::BlobAllGather& allGather, const T& mine) {
 }
 
 // Probe messages use call 0, which no collective uses (transport::collectiveTag): the 46 round-trip
-// messages numbered from 0, the 18 stream rounds from kStreamTagBase (far below the failure notice's
-// 0x7ff); they are all consumed before the first call.
+// messages numbered from 0, the 18 stream rounds from kStreamTagBase, the fan-out's 172 from kFanTagBase
+// (below the failure notice's 0x7ff); they are all consumed before the first call.
 constexpr uint32_t kStreamTagBase = 64;
 constexpr int kStreamWindows = 3, kStreamRounds = 6;
-static_assert(transport::collectiveTag(kStreamTagBase + kStreamWindows * kStreamRounds, 0) <
-                  transport::kFailureNoticeTag,
+constexpr uint32_t kFanTagBase = 96;
+constexpr int kFanWarm = 3, kFanTrips = 40;
+constexpr int kMaxFanPeers = 7;  // a step of radix 8
+static_assert(kStreamTagBase + kStreamWindows * kStreamRounds <= kFanTagBase, "the streams' tags run into the fan-out's");
+static_assert(transport::collectiveTag(kFanTagBase + 4 * (kFanWarm + kFanTrips), 0) < transport::kFailureNoticeTag,
               "the probe's tags must stay below the failure notice's");
 constexpr uint64_t probeTag(uint32_t i) { return transport::collectiveTag(i, 0); }
 
@@ -107,6 +112,57 @@ double pingPong(transport::MessageTransport& t, int peer, bool measurer, int tim
   }
   std::nth_element(trips.begin(), trips.begin() + trips.size() / 2, trips.end());
   return trips[trips.size() / 2] / 2;
+}
+
+/// What each further message of a round adds to its latency (CostParams::extraMessage), as a step of
+/// recursive halving-doubling of radix m + 1 meets it: rank 0 alternates a round trip of 8 bytes with the
+/// first rank of node 1 and a fan-out round trip with the first ranks of nodes 1..m (m = min(nodes - 1,
+/// 7)), whose m sends and m receives are posted at once. extraMessage = (r - 1) / (m - 1), r the median
+/// over 40 pairs of trips of fan-out / single, kept to 0..1 (1: the messages queue one after another; 0: their latencies overlap).
+/// Returns it on rank 0, and -1 elsewhere or with fewer than 3 nodes (nothing to measure: the default stays).
+double extraMessageProbe(transport::MessageTransport& t, const NodeLayout& layout, int rank, int timeoutMs) {
+  const int m = std::min(int(layout.nodes.size()) - 1, kMaxFanPeers);
+  if (m < 2) return -1;
+  std::vector<int> fan;
+  for (int k = 1; k <= m; ++k) fan.push_back(layout.nodes[size_t(k)].front());
+  const bool measurer = rank == 0;
+  const bool inFan = std::find(fan.begin(), fan.end(), rank) != fan.end();
+  if (!measurer && !inFan) return -1;
+  std::vector<uint8_t> out(8), in(8 * size_t(m));
+  std::vector<double> ratios;  // fan-out over single, trip by trip: a slow phase of the machine slows both
+  for (int i = 0; i < kFanWarm + kFanTrips; ++i) {
+    const uint32_t tag = kFanTagBase + 4 * uint32_t(i);  // single out, single back, fan out, fan back
+    if (measurer) {
+      Clock::time_point t0 = Clock::now();
+      transport::Request a = t.isend(fan[0], probeTag(tag), out.data(), 8);
+      check(waitFor(t, {&a, 1}, timeoutMs), "extra message");
+      transport::Request b = t.irecv(fan[0], probeTag(tag + 1), in.data(), 8);
+      check(waitFor(t, {&b, 1}, timeoutMs), "extra message");
+      const double one = std::chrono::duration<double>(Clock::now() - t0).count();
+      std::vector<transport::Request> reqs;
+      t0 = Clock::now();
+      for (size_t k = 0; k < fan.size(); ++k) {
+        reqs.push_back(t.isend(fan[k], probeTag(tag + 2), out.data(), 8));
+        reqs.push_back(t.irecv(fan[k], probeTag(tag + 3), in.data() + 8 * k, 8));
+      }
+      check(waitFor(t, reqs, timeoutMs), "extra message");
+      if (i >= kFanWarm && one > 0) ratios.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / one);
+    } else {
+      if (rank == fan[0]) {
+        transport::Request a = t.irecv(0, probeTag(tag), in.data(), 8);
+        check(waitFor(t, {&a, 1}, timeoutMs), "extra message");
+        transport::Request b = t.isend(0, probeTag(tag + 1), out.data(), 8);
+        check(waitFor(t, {&b, 1}, timeoutMs), "extra message");
+      }
+      transport::Request c = t.irecv(0, probeTag(tag + 2), in.data(), 8);
+      check(waitFor(t, {&c, 1}, timeoutMs), "extra message");
+      transport::Request d = t.isend(0, probeTag(tag + 3), out.data(), 8);
+      check(waitFor(t, {&d, 1}, timeoutMs), "extra message");
+    }
+  }
+  if (!measurer || ratios.empty()) return -1;
+  std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+  return std::clamp((ratios[ratios.size() / 2] - 1) / (m - 1), 0.0, 1.0);
 }
 
 /// Bandwidth as the collectives meet it: every rank at once runs rounds that send one `chunk` to the rank
@@ -256,6 +312,8 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
       measureLocal(params);
     }
   }
+  const double extra = extraMessageProbe(net, layout, rank, timeoutMs);
+  if (extra >= 0) params.extraMessage = extra;
   // Every rank streams at once, starting together: the round trips above measured a quiet network.
   transport::allGatherValues(allGather, int32_t{0});
   // The default chunk, whatever this communicator's: later communicators of the same shape reuse the numbers.
@@ -268,10 +326,18 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
     params.source = "probe";
     std::lock_guard<std::mutex> lock(gCacheMutex);
     gCache[cacheKey] = params;
+    char extraText[96];
+    if (extra >= 0) {
+      std::snprintf(extraText, sizeof extraText, "%.2f alpha (a fan-out to %d nodes)", extra,
+                    std::min(int(layout.nodes.size()) - 1, kMaxFanPeers));
+    } else {
+      std::snprintf(extraText, sizeof extraText, "%.2f alpha (not measured: fewer than 3 nodes)", params.extraMessage);
+    }
     CFX_INFO(kTuning, "cost model probe: network alpha %.1f us, %.4f GB/s per NIC (%d per node) with every rank "
-             "crossing at once (slowest rank %.4f GB/s x share %.2f); copy %.2f GB/s, reduce %.2f GB/s",
+             "crossing at once (slowest rank %.4f GB/s x share %.2f); each further message of a round %s; "
+             "copy %.2f GB/s, reduce %.2f GB/s",
              params.inter.alpha * 1e6, params.inter.bandwidth / 1e9, nics, loaded.rankRate / 1e9, loaded.share,
-             params.intra.bandwidth / 1e9, params.reduceRate / 1e9);
+             extraText, params.intra.bandwidth / 1e9, params.reduceRate / 1e9);
   }
   params.windowRounds = windowRounds;
   const CostParams shared = unpack(fromRank0(allGather, pack(params, false)), chunkBytes, chooseChunk);

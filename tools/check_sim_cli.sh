@@ -39,6 +39,17 @@ fixed=$("$sim" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --bytes 
 if ! printf '%s\n' "$fixed" | grep -q '"chunk_bytes": {}}$'; then
   echo "FAIL: a fixed chunk should leave chunk_bytes empty:"; echo "$fixed"; failed=1
 fi
+# --radix and --extra-message reach the model: on 8 nodes, rhd of radix 8 is one round of 7 messages
+# against radix 2's three rounds, faster when their latencies overlap (0) and slower when they queue (1).
+rhd_us() { "$sim" predict --cost-file "$cost" --nodes 8 --ranks-per-node 1 --bytes 64K --json "$@" 2>&1 |
+  grep -oE '"rhd": [0-9.e+]+' | cut -d' ' -f2; }
+r2=$(rhd_us); r8_overlap=$(rhd_us --radix 8 --extra-message 0); r8_queued=$(rhd_us --radix 8 --extra-message 1)
+if ! awk -v a="$r2" -v b="$r8_overlap" -v c="$r8_queued" 'BEGIN { exit !(a > 0 && b > 0 && b < a && c > a) }'; then
+  echo "FAIL: rhd at 64K on 8 nodes: radix 2 $r2 us, radix 8 overlapped $r8_overlap us (should be less), queued $r8_queued us (should be more)"
+  failed=1
+fi
+refuse "--radix: '65'" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --radix 65
+refuse "--extra-message: '2'" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --extra-message 2
 refuse "--chunk: 'x'" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --chunk x
 refuse "--nodes: '1'" predict --cost-file "$cost" --nodes 1 --ranks-per-node 2
 refuse "ranks is more than" predict --cost-file "$cost" --nodes 1048576 --ranks-per-node 8

@@ -26,7 +26,9 @@ constexpr char kUsage[] =
     "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|SIZE] [--window W] [--json]\n"
     "       --chunk SIZE (1M by default, as a communicator's): that chunk for every algorithm; auto (as\n"
     "       CONFLUX_CHUNK_BYTES=auto): 1 MiB, the hierarchical all-reduces' chunk chosen per size by the model\n"
-    "       --window W (1 by default, as CONFLUX_EXEC_WINDOW's): rounds the executor keeps open; 1: round by round\n";
+    "       --window W (1 by default, as CONFLUX_EXEC_WINDOW's): rounds the executor keeps open; 1: round by round\n"
+    "       [--radix K] (2 by default, as CONFLUX_RHD_RADIX's): rhd's largest radix between nodes\n"
+    "       [--extra-message Q] (the model's 0.6 by default): alphas each further message of a round adds\n";
 
 [[noreturn]] void refuse(const std::string& flag, const std::string& value, const char* takes) {
   std::fprintf(stderr, "conflux-sim: %s: '%s' is not %s\n%s", flag.c_str(), value.c_str(), takes, kUsage);
@@ -47,7 +49,7 @@ std::vector<uint64_t> parseSizes(const std::string& flag, const std::string& s) 
   return out;
 }
 
-enum Flag { kCostFile = 256, kNodes, kRanksPerNode, kBytes, kColl, kChunk, kWindow, kJson, kHelp };
+enum Flag { kCostFile = 256, kNodes, kRanksPerNode, kBytes, kColl, kChunk, kWindow, kRadix, kExtraMessage, kJson, kHelp };
 const option kOptions[] = {
     {"cost-file", required_argument, nullptr, kCostFile},
     {"nodes", required_argument, nullptr, kNodes},
@@ -56,6 +58,8 @@ const option kOptions[] = {
     {"coll", required_argument, nullptr, kColl},
     {"chunk", required_argument, nullptr, kChunk},
     {"window", required_argument, nullptr, kWindow},
+    {"radix", required_argument, nullptr, kRadix},
+    {"extra-message", required_argument, nullptr, kExtraMessage},
     {"json", no_argument, nullptr, kJson},
     {"help", no_argument, nullptr, kHelp},
     {nullptr, 0, nullptr, 0},
@@ -71,6 +75,8 @@ int simPredict(int argc, char** argv) {
   uint64_t chunkBytes = kPipelineChunkBytes;
   bool chooseChunk = false;
   int windowRounds = kExecWindowRounds;
+  int radix = 2;
+  std::optional<double> extraMessage;
   bool json = false;
   opterr = 0;
   optind = 1;
@@ -99,6 +105,15 @@ int simPredict(int argc, char** argv) {
       case kWindow:
         if (!cli::parseInt(v, 1, 4096, &windowRounds)) refuse(flag, v, "a number of rounds from 1 to 4096");
         break;
+      case kRadix:
+        if (!cli::parseInt(v, 2, kMaxRhdRadix, &radix)) refuse(flag, v, "a radix from 2 to 64");
+        break;
+      case kExtraMessage: {
+        double q = 0;
+        if (!cli::parseDouble(v, 0, &q) || q > 1) refuse(flag, v, "a fraction from 0 to 1");
+        extraMessage = q;
+        break;
+      }
       case kJson: json = true; break;
       case kHelp: std::fputs(kUsage, stdout); return 0;
       case ':':
@@ -137,13 +152,16 @@ int simPredict(int argc, char** argv) {
   p.chunkBytes = chunkBytes;
   p.chooseChunk = chooseChunk;
   p.windowRounds = windowRounds;
+  p.radix = radix;
+  if (extraMessage) p.extraMessage = *extraMessage;
   CostShape shape;
   shape.nodes = nodes;
   shape.ranksPerNode = ranksPerNode;
   shape.nranks = nodes * ranksPerNode;
   if (!json) {
-    std::printf("# %s on %d nodes x %d ranks, parameters from %s (NICs per node: %d); predicted microseconds\n",
-                collName.c_str(), nodes, ranksPerNode, costFile.c_str(), p.nicsPerNode);
+    std::printf("# %s on %d nodes x %d ranks, parameters from %s (NICs per node: %d, rhd radix %d, extra message %.2g "
+                "alpha); predicted microseconds\n",
+                collName.c_str(), nodes, ranksPerNode, costFile.c_str(), p.nicsPerNode, p.radix, p.extraMessage);
   }
   for (uint64_t bytes : sizes) {
     const std::vector<CostedAlgo> ranked = rankAlgorithms(coll, bytes, shape, p);

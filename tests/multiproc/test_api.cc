@@ -509,7 +509,7 @@ TEST(Api, CostSaveWritesParametersThatReadBackExactly) {
   const std::string first = readFile(probed);
   EXPECT_NE(first.find("# cost model parameters (source: probe; chunk "), std::string::npos) << first;
   for (const char* key : {"\nintra_alpha_us=", "\nintra_gbytes_per_s=", "\ninter_alpha_us=", "\ninter_gbytes_per_s=",
-                          "\nreduce_gbytes_per_s=", "\nnics_per_node=1\n"}) {
+                          "\nreduce_gbytes_per_s=", "\nnics_per_node=1\n", "\nextra_message="}) {
     EXPECT_NE(first.find(key), std::string::npos) << key << " in " << first;
   }
   out = runRanks(4, [&](int rank, int n, const cfxUniqueId& id) -> int {
@@ -536,14 +536,55 @@ TEST(Api, CostSaveWritesParametersThatReadBackExactly) {
     return kv;
   };
   const auto a = values(first), b = values(second);
-  ASSERT_EQ(a.size(), 6u) << first;
-  ASSERT_EQ(b.size(), 6u) << second;
+  ASSERT_EQ(a.size(), 7u) << first;
+  ASSERT_EQ(b.size(), 7u) << second;
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].first, b[i].first);
     EXPECT_DOUBLE_EQ(a[i].second, b[i].second) << a[i].first;
   }
   std::remove(probed.c_str());
   std::remove(reread.c_str());
+}
+
+// The probe measures what each further message of a round adds to its latency (extra_message) from 3
+// nodes on, with a fan-out from rank 0 to the first rank of every other node (up to 7); with 2 nodes it
+// keeps the model's default and says so. Either way the saved parameters carry the value used.
+TEST(Api, CostProbeMeasuresTheExtraMessageFromThreeNodes) {
+  for (int nodes : {3, 2}) {
+    const InitLogs logs;
+    RunOptions opts = logs.options();
+    for (auto& [name, value] : opts.env) {
+      if (name == "CONFLUX_DEBUG_SUBSYS") value = "INIT,TUNING";
+    }
+    const std::string saved = ::testing::TempDir() + "/conflux-cost-extra-" + std::to_string(getpid()) + ".txt";
+    auto out = runRanks(nodes, [&](int rank, int n, const cfxUniqueId& id) -> int {
+      simulateNode(rank);
+      setenv("CONFLUX_COST_PROBE", "1", 1);
+      unsetenv("CONFLUX_COST_FILE");
+      setenv("CONFLUX_COST_SAVE", saved.c_str(), 1);
+      cfxComm_t comm;
+      if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+      if (rank == 0) {
+        const std::string text = readFile(saved);
+        const size_t at = text.find("\nextra_message=");
+        EXPECT_NE(at, std::string::npos) << text;
+        const double extra = at == std::string::npos ? -1 : std::stod(text.substr(at + 15));
+        const std::string log = readFile(logs.mine());
+        if (n >= 3) {
+          EXPECT_GE(extra, 0.0) << text;
+          EXPECT_LE(extra, 1.0) << text;
+          EXPECT_NE(log.find("alpha (a fan-out to 2 nodes)"), std::string::npos) << log;
+        } else {
+          EXPECT_DOUBLE_EQ(extra, 0.6) << "two nodes keep the default: " << text;
+          EXPECT_NE(log.find("0.60 alpha (not measured: fewer than 3 nodes)"), std::string::npos) << log;
+        }
+      }
+      EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+      return 0;
+    }, opts);
+    EXPECT_TRUE(allSucceeded(out)) << nodes << " nodes";
+    std::remove(saved.c_str());
+  }
 }
 
 // CONFLUX_CHUNK_BYTES sets the pipelining chunk: the cost model costs with it (the saved parameters say

@@ -102,7 +102,7 @@ TEST(CostModel, CostFileParsesAndRejectsBadLines) {
   {
     std::ofstream f(path);
     f << "# measured on the cluster\ninter_alpha_us=12.5\ninter_gbytes_per_s=45  # 4 x 100G\n\n"
-         "intra_gbytes_per_s=300\nintra_alpha_us=2\nreduce_gbytes_per_s=900\nnics_per_node=32\n";
+         "intra_gbytes_per_s=300\nintra_alpha_us=2\nreduce_gbytes_per_s=900\nnics_per_node=32\nextra_message=0\n";
   }
   CostParams p;
   loadCostFile(path, p);
@@ -112,10 +112,12 @@ TEST(CostModel, CostFileParsesAndRejectsBadLines) {
   EXPECT_DOUBLE_EQ(p.intra.alpha, 2e-6);
   EXPECT_DOUBLE_EQ(p.reduceRate, 900e9);
   EXPECT_EQ(p.nicsPerNode, 32);
+  EXPECT_DOUBLE_EQ(p.extraMessage, 0.0) << "0 is a valid extra message: latencies that overlap completely";
   EXPECT_EQ(p.source, path);
   // The last three were found by tests/fuzz (fuzz_cost_file): a count beyond int was undefined behaviour.
   for (const char* bad : {"inter_gbps=4\n", "inter_alpha_us=fast\n", "inter_alpha_us=-1\n", "just words\n",
-                          "inter_alpha_us=3x\n", "nics_per_node=1e300\n", "nics_per_node=2.5\n", "inter_alpha_us=inf\n"}) {
+                          "inter_alpha_us=3x\n", "nics_per_node=1e300\n", "nics_per_node=2.5\n", "inter_alpha_us=inf\n",
+                          "extra_message=1.5\n", "extra_message=-0.1\n", "extra_message=nan\n"}) {
     {
       std::ofstream f(path);
       f << "intra_alpha_us=2\n" << bad;
@@ -141,6 +143,7 @@ TEST(CostModel, FormattedParametersReadBackExactly) {
   p.inter = {41.7e-6 / 3, 0.268e9 / 3};
   p.reduceRate = 26.96e9 / 7;
   p.nicsPerNode = 3;
+  p.extraMessage = 0.1 / 3;
   p.source = "probe";
   const std::string text = formatCostText(p);
   EXPECT_EQ(text.rfind("# cost model parameters (source: probe; chunk ", 0), 0u) << text;
@@ -153,6 +156,7 @@ TEST(CostModel, FormattedParametersReadBackExactly) {
   EXPECT_DOUBLE_EQ(q.inter.bandwidth, p.inter.bandwidth);
   EXPECT_DOUBLE_EQ(q.reduceRate, p.reduceRate);
   EXPECT_EQ(q.nicsPerNode, 3);
+  EXPECT_DOUBLE_EQ(q.extraMessage, p.extraMessage);
 }
 
 // The hierarchical all-reduces' chunk chosen by the model: the least predicted time among the powers of
