@@ -475,6 +475,32 @@ uint64_t bestChunk(Algo a, Collective c, uint64_t bytes, const CostShape& shape,
   return costAtBestChunk(a, c, bytes, shape, params).chunkBytes;
 }
 
+CostedAlgo bestSettings(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params) {
+  const bool radixApplies = a == Algo::RecHalvingDoubling || a == Algo::HierarchicalRhd;
+  if (!params.chooseRadix || !radixApplies) return costAtBestChunk(a, c, bytes, shape, params);
+  // hier_rhd's radix applies between the nodes (one rank of each per shard), flat rhd's among all ranks.
+  const int n = a == Algo::HierarchicalRhd ? shape.nodes : shape.nranks;
+  CostParams q = params;
+  q.radix = 2;
+  CostedAlgo best = costAtBestChunk(a, c, bytes, shape, q);
+  if (best.seconds < 0) return best;
+  best.radix = 2;
+  if (n < 3) return best;  // radix 2 is the only one
+  sched::RadixSchedule last = sched::radixSchedule(n, 2);
+  for (int r = 3; r <= std::min(params.radix, n); ++r) {
+    const sched::RadixSchedule rs = sched::radixSchedule(n, r);
+    if (rs.P == last.P && rs.radices == last.radices) continue;  // the same plan as a smaller radix's
+    last = rs;
+    q.radix = r;
+    CostedAlgo at = costAtBestChunk(a, c, bytes, shape, q);
+    if (at.seconds >= 0 && at.seconds < best.seconds * (1 - kTieMargin)) {
+      best = at;
+      best.radix = r;
+    }
+  }
+  return best;
+}
+
 std::string chunkText(uint64_t bytes) {
   return bytes >= (1 << 20) ? std::to_string(bytes >> 20) + " MiB" : std::to_string(bytes >> 10) + " KiB";
 }
@@ -482,7 +508,7 @@ std::string chunkText(uint64_t bytes) {
 std::vector<CostedAlgo> rankAlgorithms(Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params) {
   std::vector<CostedAlgo> out;
   for (Algo a : algosFor(c)) {
-    if (const CostedAlgo at = costAtBestChunk(a, c, bytes, shape, params); at.seconds >= 0) out.push_back(at);
+    if (const CostedAlgo at = bestSettings(a, c, bytes, shape, params); at.seconds >= 0) out.push_back(at);
   }
   std::stable_sort(out.begin(), out.end(), [](const CostedAlgo& x, const CostedAlgo& y) { return x.seconds < y.seconds; });
   // A tie: candidates within kTieMargin of the cheapest are beyond what the model can tell apart; the one
@@ -509,7 +535,13 @@ std::string describeCandidates(const std::vector<CostedAlgo>& ranked, size_t lim
     else if (t < 1) std::snprintf(buf, sizeof buf, "%.2f ms", t * 1e3);
     else std::snprintf(buf, sizeof buf, "%.2f s", t);
     s += (i ? " < " : "") + std::string(algoName(ranked[i].algo)) + " " + buf;
-    if (ranked[i].chunkBytes != 0) s += " (chunk " + chunkText(ranked[i].chunkBytes) + ")";
+    if (ranked[i].chunkBytes != 0 && ranked[i].radix != 0) {
+      s += " (chunk " + chunkText(ranked[i].chunkBytes) + ", radix " + std::to_string(ranked[i].radix) + ")";
+    } else if (ranked[i].chunkBytes != 0) {
+      s += " (chunk " + chunkText(ranked[i].chunkBytes) + ")";
+    } else if (ranked[i].radix != 0) {
+      s += " (radix " + std::to_string(ranked[i].radix) + ")";
+    }
   }
   return s;
 }

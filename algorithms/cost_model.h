@@ -36,6 +36,9 @@ struct CostParams {
   int nicsPerNode = 1;         ///< NICs a node's ranks drive (rails); min(L, this) run in parallel
   uint64_t chunkBytes = kPipelineChunkBytes;  ///< pipelining chunk of the message-passing plans
   int radix = 2;  ///< largest radix of recursive halving-doubling (PlanParams::radix, CONFLUX_RHD_RADIX)
+  /// Recursive halving-doubling's radix is the model's choice per call (bestSettings: from 2 up to `radix`)
+  /// rather than `radix` itself (CONFLUX_RHD_RADIX=auto).
+  bool chooseRadix = false;
   /// What each further message of a round to another peer adds, in alphas: a step of recursive
   /// halving-doubling of radix r sends r - 1 messages at once and pays alpha x (1 + (r - 2) x this).
   /// 1: they queue one after another; 0: their latencies overlap. Measured 0.6 here (4 ranks on the
@@ -89,6 +92,7 @@ struct CostedAlgo {
   Algo algo;
   double seconds;
   uint64_t chunkBytes = 0;  ///< the chunk the model chose for it (params.chooseChunk), else 0
+  int radix = 0;            ///< the radix the model chose for it (params.chooseRadix), else 0
 };
 
 /// The chunks bestChunk tries: powers of two from 64 KiB to 64 MiB.
@@ -100,6 +104,12 @@ inline constexpr uint64_t kMinChosenChunk = uint64_t{64} << 10, kMaxChosenChunk 
 /// fill and drain of the pipeline, where one link class idles.
 uint64_t bestChunk(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params);
 
+/// `a` at the settings the model chooses for it: its bestChunk and, with params.chooseRadix, for rhd and
+/// hier_rhd, the largest radix from 2 to params.radix whose schedule (sched::radixSchedule over the ranks,
+/// or the nodes for hier_rhd) it predicts fastest; a larger radix must win by more than kTieMargin (fewer
+/// messages in flight, and radix 2 needs no scratch). Negative seconds: no formula (not a candidate).
+CostedAlgo bestSettings(Algo a, Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params);
+
 /// "512 KiB", "8 MiB": a chunk as describeCandidates and conflux-sim print it.
 std::string chunkText(uint64_t bytes);
 
@@ -107,13 +117,13 @@ std::string chunkText(uint64_t bytes);
 inline constexpr double kTieMargin = 0.01;
 
 /// The algorithms the model can cost for `c` on this shape (staging and peer-buffer algorithms need one
-/// node and are not costed here), cheapest first, each at its bestChunk where it has one; except that
+/// node and are not costed here), cheapest first, each at its bestSettings; except that
 /// among the candidates within kTieMargin of the cheapest, the one registered first (algosFor order)
 /// leads: the selector's choice is the front.
 std::vector<CostedAlgo> rankAlgorithms(Collective c, uint64_t bytes, const CostShape& shape, const CostParams& params);
 
-/// "hier 8.1 ms (chunk 2 MiB) < ring 12.3 ms < rhd 14.0 ms" (at most `limit` entries; a chunk where the
-/// model chose one).
+/// "hier 8.1 ms (chunk 2 MiB) < ring 12.3 ms < rhd 14.0 ms (radix 4)" (at most `limit` entries; a chunk or
+/// a radix where the model chose one).
 std::string describeCandidates(const std::vector<CostedAlgo>& ranked, size_t limit = 4);
 
 /// Parses "key=value" lines (intra_alpha_us, intra_gbytes_per_s, inter_alpha_us, inter_gbytes_per_s,

@@ -154,9 +154,15 @@ bool shapeAllows(Algo a, const CommShape& shape) {
 Selection Selector::select(Collective coll, uint64_t bytes, const CommShape& shape) const {
   if (std::optional<Algo> forced = named(coll)) {
     if (algoSupports(*forced, coll, shape.nranks) && shapeAllows(*forced, shape)) {
-      // A forced hierarchical all-reduce still gets the model's chunk (bestChunk: 0 elsewhere).
-      const uint64_t chunk = shape.numNodes > 1 ? bestChunk(*forced, coll, bytes, costShape(shape), cost_) : 0;
-      return {*forced, chunk ? "forced by CONFLUX_ALGO, chunk chosen by the cost model" : "forced by CONFLUX_ALGO", chunk};
+      // A forced algorithm still gets the model's settings: a hierarchical all-reduce's chunk, rhd's radix
+      // under CONFLUX_RHD_RADIX=auto (none elsewhere).
+      CostedAlgo at{*forced, 0};
+      if (shape.numNodes > 1) at = bestSettings(*forced, coll, bytes, costShape(shape), cost_);
+      std::string chosen;
+      if (at.chunkBytes != 0) chosen = "chunk " + chunkText(at.chunkBytes);
+      if (at.radix != 0) chosen += (chosen.empty() ? "" : ", ") + std::string("radix ") + std::to_string(at.radix);
+      return {*forced, chosen.empty() ? "forced by CONFLUX_ALGO" : "forced by CONFLUX_ALGO, " + chosen + " chosen by the cost model",
+              at.chunkBytes, at.radix};
     }
     Selection s = supported(byDefault(coll, bytes, shape), coll, shape);
     s.reason = "CONFLUX_ALGO=" + std::string(algoName(*forced)) + " does not apply to " +
@@ -183,10 +189,12 @@ std::string Selector::predictedTimes(const PlanParams& p, const CommShape& shape
     if (!algoSupports(a, p.coll, p.nranks) || !shapeAllows(a, shape)) continue;
     try {
       PlanParams q = p;
-      const uint64_t chunk = shape.numNodes > 1 ? bestChunk(a, p.coll, bufferBytes(p), costShape(shape), cost_) : 0;
-      if (chunk != 0) q.chunkBytes = chunk;
+      CostedAlgo at{a, 0};
+      if (shape.numNodes > 1) at = bestSettings(a, p.coll, bufferBytes(p), costShape(shape), cost_);
+      if (at.chunkBytes != 0) q.chunkBytes = at.chunkBytes;
+      if (at.radix != 0) q.radix = at.radix;
       const double t = planSeconds(a, q, cost_);
-      if (t >= 0) ranked.push_back({a, t, chunk});
+      if (t >= 0) ranked.push_back({a, t, at.chunkBytes, at.radix});
     } catch (const Error&) {  // e.g. staging too small for this count: not a candidate
     }
   }
@@ -229,7 +237,7 @@ Selection Selector::byDefault(Collective coll, uint64_t bytes, const CommShape& 
   return {ranked.front().algo,
           n + " on " + std::to_string(shape.numNodes) + " nodes, " + human(bytes) + ", cost model (" + cost_.source +
               "): " + describeCandidates(ranked),
-          ranked.front().chunkBytes};
+          ranked.front().chunkBytes, ranked.front().radix};
 }
 
 }  // namespace conflux

@@ -30,7 +30,8 @@ struct CommShape {
 struct Selection {
   Algo algo = Algo::Ring;
   std::string reason;     ///< One line, e.g. "4 ranks share memory and 4 MiB > 64 KiB: two-shot".
-  uint64_t chunkBytes = 0;  ///< The plan's chunk when the cost model chose it (bestChunk), else 0.
+  uint64_t chunkBytes = 0;  ///< The plan's chunk when the cost model chose it (bestSettings), else 0.
+  int radix = 0;            ///< rhd's radix when the cost model chose it (CONFLUX_RHD_RADIX=auto), else 0.
 };
 
 /// Device buffers whose peers CUDA IPC reaches (src/device_call.h): what the kernel choice depends on.

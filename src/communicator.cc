@@ -38,7 +38,7 @@ struct PeerInfo {
   sockaddr_storage recovery;  // this rank's recovery point (src/recovery_point.h); family 0: none
   CpuShare cpus;              // the CPUs this rank may use (core/cpu_budget.h)
   // The settings every rank's plans must share (a rank building other plans would wait for messages that
-  // never come): CONFLUX_CHUNK_BYTES (0: auto) and CONFLUX_RHD_RADIX.
+  // never come): CONFLUX_CHUNK_BYTES and CONFLUX_RHD_RADIX (0: auto).
   uint64_t chunkBytes;
   int64_t radix;
 };
@@ -55,6 +55,7 @@ std::string differs(const char* variable, const std::string& mine, const std::st
 }
 
 std::string chunkSetting(uint64_t chunkBytes) { return chunkBytes == 0 ? "auto" : std::to_string(chunkBytes); }
+std::string radixSetting(int radix) { return radix == 0 ? "auto" : std::to_string(radix); }
 
 std::vector<uint8_t> toBytes(const PeerInfo& info) {
   std::vector<uint8_t> v(sizeof info);
@@ -111,12 +112,16 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   // read before the bootstrap, so that a bad value fails every rank alike.
   // "auto" keeps the default and lets the cost model pick the hierarchical all-reduces' chunk (cost_probe.cc).
   chooseChunk_ = config::getString(config::Var::CHUNK_BYTES) == "auto";
-  const int64_t radix = config::getInt(config::Var::RHD_RADIX);
-  if (radix < 2 || radix > kMaxRhdRadix) {
-    throw Error(Code::InvalidArgument, "CONFLUX_RHD_RADIX=" + std::to_string(radix) + ": must be 2 to " +
-                                           std::to_string(kMaxRhdRadix));
+  // "auto" keeps radix 2 as the plans' key and lets the cost model pick rhd's radix per call.
+  chooseRadix_ = config::getString(config::Var::RHD_RADIX) == "auto";
+  if (!chooseRadix_) {
+    const int64_t radix = config::getInt(config::Var::RHD_RADIX);
+    if (radix < 2 || radix > kMaxRhdRadix) {
+      throw Error(Code::InvalidArgument, "CONFLUX_RHD_RADIX=" + std::to_string(radix) + ": must be 2 to " +
+                                             std::to_string(kMaxRhdRadix) + ", or auto");
+    }
+    radix_ = static_cast<int>(radix);
   }
-  radix_ = static_cast<int>(radix);
   const int64_t windowRounds = config::getInt(config::Var::EXEC_WINDOW);
   if (windowRounds < 1 || windowRounds > 4096) {
     throw Error(Code::InvalidArgument, "CONFLUX_EXEC_WINDOW=" + std::to_string(windowRounds) + ": must be 1 to 4096");
@@ -148,7 +153,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
   std::strncpy(mine.machineId, machineIdentity().c_str(), sizeof mine.machineId - 1);
   mine.cpus = myCpuShare();
   mine.chunkBytes = chooseChunk_ ? 0 : chunkBytes_;
-  mine.radix = radix_;
+  mine.radix = chooseRadix_ ? 0 : radix_;
   std::vector<uint8_t> all = boot.allGather(toBytes(mine));
   std::vector<std::string> hosts(nranks);
   std::vector<CpuShare> cpusOnMachine;
@@ -162,7 +167,7 @@ void CommunicatorImpl::init(const bootstrap::UniqueId& id, int nranks, int rank,
     p.machineId[sizeof p.machineId - 1] = '\0';
     hosts[r] = p.hostId;
     if (std::strncmp(p.machineId, mine.machineId, sizeof p.machineId) == 0) cpusOnMachine.push_back(p.cpus);
-    if (mismatch.empty()) mismatch = differs("CONFLUX_RHD_RADIX", std::to_string(mine.radix), std::to_string(p.radix), r);
+    if (mismatch.empty()) mismatch = differs("CONFLUX_RHD_RADIX", radixSetting(mine.radix), radixSetting(p.radix), r);
     if (mismatch.empty()) {
       mismatch = differs("CONFLUX_CHUNK_BYTES", chunkSetting(mine.chunkBytes), chunkSetting(p.chunkBytes), r);
     }
@@ -356,7 +361,10 @@ void CommunicatorImpl::setCostModel(const CommOptions& options, int timeoutMs, c
   CostParams params = options.costs ? *options.costs
                                     : calibrateCostModel(rank_, *nodeLayout_, *net_, chunkBytes_, chooseChunk_,
                                                          env_.windowRounds, timeoutMs, allGather);
-  params.radix = radix_;  // the plans' radix (this rank's setting, which must be every rank's)
+  // The plans' radix (this rank's setting, which must be every rank's), or under auto the largest the
+  // model may choose.
+  params.radix = chooseRadix_ ? kMaxRhdRadix : radix_;
+  params.chooseRadix = chooseRadix_;
   selector_.setCostParams(params);
 }
 

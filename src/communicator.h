@@ -250,7 +250,8 @@ class CommunicatorImpl {
   uint64_t stagingBytes_ = 0;
   uint64_t chunkBytes_ = kPipelineChunkBytes;
   bool chooseChunk_ = false;  // CONFLUX_CHUNK_BYTES=auto: the cost model picks hierarchical chunks
-  int radix_ = 2;             // CONFLUX_RHD_RADIX: recursive halving-doubling's largest radix
+  int radix_ = 2;             // CONFLUX_RHD_RADIX: recursive halving-doubling's largest radix (2 under auto)
+  bool chooseRadix_ = false;  // CONFLUX_RHD_RADIX=auto: the cost model picks rhd's radix per call
   std::vector<std::byte> scratch_;
   ExecWorkspace work_;
   RecentBuffers recent_;  // host buffers of recent calls: is a receive buffer still in cache?

@@ -52,6 +52,7 @@ const CommunicatorImpl::CachedPlan& CommunicatorImpl::planFor(const PlanParams& 
   }
   PlanParams built = p;  // the cache key stays the call's parameters: the choice follows from them
   if (entry.selection.chunkBytes != 0) built.chunkBytes = entry.selection.chunkBytes;
+  if (entry.selection.radix != 0) built.radix = entry.selection.radix;
   entry.plan = std::make_shared<const Plan>(buildPlan(entry.selection.algo, built));  // may throw
   entry.traceAlgorithm = recorder_->internAlgorithm(entry.plan->algorithm);
   if (numNodes_ > 1) {

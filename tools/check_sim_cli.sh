@@ -48,6 +48,11 @@ if ! awk -v a="$r2" -v b="$r8_overlap" -v c="$r8_queued" 'BEGIN { exit !(a > 0 &
   echo "FAIL: rhd at 64K on 8 nodes: radix 2 $r2 us, radix 8 overlapped $r8_overlap us (should be less), queued $r8_queued us (should be more)"
   failed=1
 fi
+# --radix auto: the model picks rhd's radix, and the JSON names it.
+auto_out=$("$sim" predict --cost-file "$cost" --nodes 8 --ranks-per-node 1 --bytes 64K --json --radix auto --extra-message 0 2>&1)
+if ! printf '%s\n' "$auto_out" | grep -qE '"radix": \{[^}]*"rhd": 8'; then
+  echo "FAIL: predict --radix auto with free extra messages should choose radix 8 for rhd on 8 nodes:"; echo "$auto_out"; failed=1
+fi
 refuse "--radix: '65'" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --radix 65
 refuse "--extra-message: '2'" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --extra-message 2
 refuse "--chunk: 'x'" predict --cost-file "$cost" --nodes 2 --ranks-per-node 2 --chunk x

@@ -4,7 +4,7 @@
 //   conflux-sim project --topo FILE.json [--nodes 1,2,4,...] [--bytes 1G] [--markdown]
 //                       [--intra-gbytes G] [--intra-alpha-us A] [--inter-alpha-us A] [--reduce-gbytes G]
 //                       [--inter-gbytes G] [--ranks-per-node L] [--chunk auto|4M] [--window W] [--time]
-//                       [--coll allreduce|allgather|reducescatter|broadcast] [--radix K] [--extra-message Q]
+//                       [--coll allreduce|allgather|reducescatter|broadcast] [--radix K|auto] [--extra-message Q]
 //
 // One rank per GPU (or, without GPUs, per NUMA node). The network: every rail NIC of the topology
 // (core/topology/nic_assignment.h) at its link speed, derated by kNicEfficiency, alpha --inter-alpha-us.
@@ -59,7 +59,7 @@ constexpr char kUsage[] =
     "       --chunk SIZE: that chunk for every algorithm (4M by default); auto: 4 MiB, the hierarchical\n"
     "       all-reduces' chunk chosen per size by the model (shown beside the choice)\n"
     "       [--coll allreduce|allgather|reducescatter|broadcast] [--window W (1, round by round; as CONFLUX_EXEC_WINDOW)]\n"
-    "       [--radix K (rhd's largest radix, as CONFLUX_RHD_RADIX; 2)] [--extra-message Q (alphas each further\n"
+    "       [--radix K|auto (rhd's largest radix, as CONFLUX_RHD_RADIX; 2)] [--extra-message Q (alphas each further\n"
     "       message of a round adds; 0.6, measured here; 0: latencies overlap)]\n"
     "       conflux-sim predict --cost-file FILE --nodes N --ranks-per-node L [--bytes 64K,1M,256M]\n"
     "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|1M] [--window W] [--json]\n";
@@ -133,6 +133,7 @@ int main(int argc, char** argv) {
   bool chooseChunk = false;
   int windowRounds = kExecWindowRounds;
   int radix = 2;
+  bool chooseRadix = false;
   double extraMessage = CostParams{}.extraMessage;
   // getopt_long sees the subcommand as the program name.
   opterr = 0;
@@ -175,7 +176,9 @@ int main(int argc, char** argv) {
         if (!cli::parseInt(v, 1, 4096, &windowRounds)) bad(flag, v, "a number of rounds from 1 to 4096");
         break;
       case kRadix:
-        if (!cli::parseInt(v, 2, kMaxRhdRadix, &radix)) bad(flag, v, "a radix from 2 to 64");
+        chooseRadix = v == "auto";
+        if (chooseRadix) radix = kMaxRhdRadix;
+        else if (!cli::parseInt(v, 2, kMaxRhdRadix, &radix)) bad(flag, v, "a radix from 2 to 64, or auto");
         break;
       case kExtraMessage:
         if (!cli::parseDouble(v, 0, &extraMessage) || extraMessage > 1) bad(flag, v, "a fraction from 0 to 1");
@@ -209,6 +212,7 @@ int main(int argc, char** argv) {
     p.chooseChunk = chooseChunk;
     p.windowRounds = windowRounds;
     p.radix = radix;
+    p.chooseRadix = chooseRadix;
     p.extraMessage = extraMessage;
     p.nicsPerNode = std::max<int>(1, int(rails.size()));
     double nicGbps = 0;
@@ -270,9 +274,7 @@ int main(int argc, char** argv) {
                                                             : (n - 1) / n;
       std::printf(markdown ? "| %d | %d |" : "%6d %6d", nodes, sh.nranks);
       for (Algo a : algos) {
-        CostParams q = p;
-        if (const uint64_t chunk = bestChunk(a, coll, bytes, sh, p); chunk != 0) q.chunkBytes = chunk;
-        const double t = predictSeconds(a, coll, bytes, sh, q);
+        const double t = bestSettings(a, coll, bytes, sh, p).seconds;
         if (t <= 0) std::printf(markdown ? " – |" : " %10s", "-");
         else if (showTime) std::printf(markdown ? " %.0f |" : " %10.0f", t * 1e6);
         else std::printf(markdown ? " %.0f |" : " %10.1f", double(bytes) / t * std::max(factor, 1e-9) / 1e9);
@@ -280,6 +282,7 @@ int main(int argc, char** argv) {
       const auto ranked = rankAlgorithms(coll, bytes, sh, p);
       std::string choice = ranked.empty() ? "-" : std::string(algoName(ranked[0].algo));
       if (!ranked.empty() && ranked[0].chunkBytes != 0) choice += " (" + chunkText(ranked[0].chunkBytes) + ")";
+      if (!ranked.empty() && ranked[0].radix != 0) choice += " (radix " + std::to_string(ranked[0].radix) + ")";
       std::printf(markdown ? " %s |\n" : "  %s\n", choice.c_str());
     }
   } catch (const Error& e) {

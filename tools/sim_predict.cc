@@ -27,7 +27,7 @@ constexpr char kUsage[] =
     "       --chunk SIZE (1M by default, as a communicator's): that chunk for every algorithm; auto (as\n"
     "       CONFLUX_CHUNK_BYTES=auto): 1 MiB, the hierarchical all-reduces' chunk chosen per size by the model\n"
     "       --window W (1 by default, as CONFLUX_EXEC_WINDOW's): rounds the executor keeps open; 1: round by round\n"
-    "       [--radix K] (2 by default, as CONFLUX_RHD_RADIX's): rhd's largest radix between nodes\n"
+    "       [--radix K|auto] (2 by default, as CONFLUX_RHD_RADIX's): rhd's largest radix; auto: the model's choice\n"
     "       [--extra-message Q] (the model's 0.6 by default): alphas each further message of a round adds\n";
 
 [[noreturn]] void refuse(const std::string& flag, const std::string& value, const char* takes) {
@@ -76,6 +76,7 @@ int simPredict(int argc, char** argv) {
   bool chooseChunk = false;
   int windowRounds = kExecWindowRounds;
   int radix = 2;
+  bool chooseRadix = false;
   std::optional<double> extraMessage;
   bool json = false;
   opterr = 0;
@@ -106,7 +107,9 @@ int simPredict(int argc, char** argv) {
         if (!cli::parseInt(v, 1, 4096, &windowRounds)) refuse(flag, v, "a number of rounds from 1 to 4096");
         break;
       case kRadix:
-        if (!cli::parseInt(v, 2, kMaxRhdRadix, &radix)) refuse(flag, v, "a radix from 2 to 64");
+        chooseRadix = v == "auto";
+        if (chooseRadix) radix = kMaxRhdRadix;
+        else if (!cli::parseInt(v, 2, kMaxRhdRadix, &radix)) refuse(flag, v, "a radix from 2 to 64, or auto");
         break;
       case kExtraMessage: {
         double q = 0;
@@ -153,15 +156,17 @@ int simPredict(int argc, char** argv) {
   p.chooseChunk = chooseChunk;
   p.windowRounds = windowRounds;
   p.radix = radix;
+  p.chooseRadix = chooseRadix;
   if (extraMessage) p.extraMessage = *extraMessage;
   CostShape shape;
   shape.nodes = nodes;
   shape.ranksPerNode = ranksPerNode;
   shape.nranks = nodes * ranksPerNode;
   if (!json) {
-    std::printf("# %s on %d nodes x %d ranks, parameters from %s (NICs per node: %d, rhd radix %d, extra message %.2g "
+    std::printf("# %s on %d nodes x %d ranks, parameters from %s (NICs per node: %d, rhd radix %s, extra message %.2g "
                 "alpha); predicted microseconds\n",
-                collName.c_str(), nodes, ranksPerNode, costFile.c_str(), p.nicsPerNode, p.radix, p.extraMessage);
+                collName.c_str(), nodes, ranksPerNode, costFile.c_str(), p.nicsPerNode,
+                p.chooseRadix ? "auto" : std::to_string(p.radix).c_str(), p.extraMessage);
   }
   for (uint64_t bytes : sizes) {
     const std::vector<CostedAlgo> ranked = rankAlgorithms(coll, bytes, shape, p);
@@ -179,13 +184,25 @@ int simPredict(int argc, char** argv) {
                     static_cast<unsigned long long>(c.chunkBytes));
         first = false;
       }
-      std::printf("}}\n");
+      std::printf("}");
+      if (chooseRadix) {  // the radices the model chose, where it chose one
+        std::printf(", \"radix\": {");
+        first = true;
+        for (const CostedAlgo& c : ranked) {
+          if (c.radix == 0) continue;
+          std::printf("%s\"%s\": %d", first ? "" : ", ", std::string(algoName(c.algo)).c_str(), c.radix);
+          first = false;
+        }
+        std::printf("}");
+      }
+      std::printf("}\n");
     } else {
       std::printf("%12llu  %-12s", static_cast<unsigned long long>(bytes),
                   ranked.empty() ? "-" : std::string(algoName(ranked[0].algo)).c_str());
       for (const CostedAlgo& c : ranked) {
         std::printf(" %s=%.1f", std::string(algoName(c.algo)).c_str(), c.seconds * 1e6);
         if (c.chunkBytes != 0) std::printf("@%lluK", static_cast<unsigned long long>(c.chunkBytes >> 10));
+        if (c.radix != 0) std::printf("/radix%d", c.radix);
       }
       std::printf("\n");
     }

@@ -673,20 +673,62 @@ TEST(Api, AnRhdRadixOutOfRangeIsAnInvalidArgumentNamingIt) {
   }
 }
 
+// CONFLUX_RHD_RADIX=auto: the cost model picks rhd's radix per call. With a cost file whose further
+// messages of a round cost nothing, a forced rhd on 5 simulated nodes takes radix 5 (one round each way,
+// against radix 2's two and a fold), the explanation names it, and every size is still right.
+TEST(Api, AnAutoRhdRadixIsTheModelsChoiceAndStaysCorrect) {
+  const InitLogs logs;
+  RunOptions opts = logs.options();
+  for (auto& [name, value] : opts.env) {
+    if (name == "CONFLUX_DEBUG_SUBSYS") value = "INIT,TUNING";
+  }
+  const std::string costs = ::testing::TempDir() + "/conflux-cost-auto-radix-" + std::to_string(getpid()) + ".txt";
+  std::ofstream(costs) << "inter_alpha_us=50\ninter_gbytes_per_s=1\nextra_message=0\n";
+  opts.env.push_back({"CONFLUX_RHD_RADIX", "auto"});
+  opts.env.push_back({"CONFLUX_COST_FILE", costs});
+  opts.env.push_back({"CONFLUX_ALGO", "allreduce=rhd"});
+  auto out = runRanks(5, [&](int rank, int n, const cfxUniqueId& id) -> int {
+    simulateNode(rank);
+    cfxComm_t comm;
+    if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
+    for (size_t count : {size_t(1), size_t(7), size_t(1000), size_t(65537)}) {
+      std::vector<float> v(count);
+      for (size_t i = 0; i < count; ++i) v[i] = float(rank + 1) + float(i % 3);
+      EXPECT_EQ(cfxAllReduce(v.data(), v.data(), count, cfxFloat32, cfxSum, comm, nullptr), cfxSuccess)
+          << cfxGetLastError(comm);
+      size_t wrong = 0;
+      for (size_t i = 0; i < count; ++i) wrong += v[i] == float(1 + 2 + 3 + 4 + 5 + n * int(i % 3)) ? 0 : 1;
+      EXPECT_EQ(wrong, 0u) << count << " elements on rank " << rank;
+    }
+    if (rank == 0) {
+      const std::string log = readFile(logs.mine());
+      EXPECT_NE(log.find("rhd, because forced by CONFLUX_ALGO, radix 5 chosen by the cost model"), std::string::npos) << log;
+      EXPECT_NE(log.find("(radix 5)"), std::string::npos) << log;
+    }
+    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+    return 0;
+  }, opts);
+  EXPECT_TRUE(allSucceeded(out));
+  std::remove(costs.c_str());
+}
+
 // Settings every rank's plans depend on must agree: a rank with another radix or chunk fails init on every
 // rank, naming the variable and both values, instead of leaving them waiting for messages.
 TEST(Api, PlanSettingsThatDifferBetweenRanksFailInitOnEveryRank) {
-  for (const char* variable : {"CONFLUX_RHD_RADIX", "CONFLUX_CHUNK_BYTES"}) {
-    const bool radix = std::string(variable) == "CONFLUX_RHD_RADIX";
+  struct Case {
+    const char *variable, *onRank2, *elsewhere;
+  };
+  for (const Case c : {Case{"CONFLUX_RHD_RADIX", "4", "2"}, Case{"CONFLUX_RHD_RADIX", "auto", "2"},
+                       Case{"CONFLUX_CHUNK_BYTES", "auto", "65536"}}) {
     auto out = runRanks(3, [&](int rank, int n, const cfxUniqueId& id) -> int {
-      setenv(variable, rank == 2 ? (radix ? "4" : "auto") : (radix ? "2" : "65536"), 1);
+      setenv(c.variable, rank == 2 ? c.onRank2 : c.elsewhere, 1);
       cfxComm_t comm = nullptr;
       if (cfxCommInitRank(&comm, n, id, rank) != cfxInvalidArgument) return 2;
       const std::string why = cfxGetLastError(nullptr);
-      const std::string want = std::string(variable) + " differs between ranks";
-      return why.find(want) != std::string::npos && why.find(radix ? "4" : "auto") != std::string::npos ? 0 : 3;
+      const std::string want = std::string(c.variable) + " differs between ranks";
+      return why.find(want) != std::string::npos && why.find(c.onRank2) != std::string::npos ? 0 : 3;
     });
-    EXPECT_TRUE(allSucceeded(out)) << variable;
+    EXPECT_TRUE(allSucceeded(out)) << c.variable << "=" << c.onRank2;
   }
 }
 

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "algorithms/cost_model.h"
 #include "algorithms/plan_cost.h"
@@ -286,6 +288,61 @@ TEST(Selector, CarriesTheModelsChunk) {
   p.chooseChunk = false;
   sel.setCostParams(p);
   EXPECT_EQ(sel.select(Collective::AllReduce, 64ull << 20, shape).chunkBytes, 0u);
+}
+
+// CONFLUX_RHD_RADIX=auto: where latency dominates, the model takes the radix with the fewest rounds when a
+// round's further messages cost nothing (extraMessage 0), and radix 2 when they queue (1); where bandwidth
+// dominates every radix moves the same bytes, so the larger ones do not win by the tie margin and radix 2
+// stays. Only rhd and hier_rhd get a radix, and none without chooseRadix.
+TEST(CostModel, BestSettingsChoosesTheRadixTheModelPrefers) {
+  CostParams p = rateLimitedLink();
+  p.chooseRadix = true;
+  p.radix = kMaxRhdRadix;
+  const CostShape eight{8, 8, 1, true}, sixteenByTwo{32, 16, 2, true};
+  p.extraMessage = 0;
+  EXPECT_EQ(bestSettings(Algo::RecHalvingDoubling, Collective::AllReduce, 1024, eight, p).radix, 8);
+  EXPECT_GT(bestSettings(Algo::HierarchicalRhd, Collective::AllReduce, 1024, sixteenByTwo, p).radix, 2);
+  EXPECT_GT(bestSettings(Algo::RecHalvingDoubling, Collective::AllGather, 1024, eight, p).radix, 2);
+  EXPECT_EQ(bestSettings(Algo::RecHalvingDoubling, Collective::AllReduce, 256ull << 20, eight, p).radix, 2)
+      << "bandwidth-bound: no radix wins by the margin";
+  EXPECT_EQ(bestSettings(Algo::Ring, Collective::AllReduce, 1024, eight, p).radix, 0);
+  p.extraMessage = 1;
+  EXPECT_EQ(bestSettings(Algo::RecHalvingDoubling, Collective::AllReduce, 1024, eight, p).radix, 2);
+  // The chosen radix is costed as a plan of that radix: the same prediction as setting it.
+  p.extraMessage = 0;
+  const CostedAlgo at = bestSettings(Algo::RecHalvingDoubling, Collective::AllReduce, 1024, eight, p);
+  CostParams fixed = p;
+  fixed.chooseRadix = false;
+  fixed.radix = at.radix;
+  EXPECT_DOUBLE_EQ(at.seconds, predictSeconds(Algo::RecHalvingDoubling, Collective::AllReduce, 1024, eight, fixed));
+  EXPECT_EQ(bestSettings(Algo::RecHalvingDoubling, Collective::AllReduce, 1024, eight, fixed).radix, 0);
+}
+
+// The selector hands the model's radix to the plan (Selection::radix) and names it, also for a forced rhd.
+TEST(Selector, CarriesTheModelsRadix) {
+  CostParams p = rateLimitedLink();
+  p.chooseRadix = true;
+  p.radix = kMaxRhdRadix;
+  p.extraMessage = 0;
+  p.source = "test";
+  Selector forced("allreduce=rhd");
+  forced.setCostParams(p);
+  const Selection f = forced.select(Collective::AllReduce, 1024, acrossNodes(8, 1));
+  EXPECT_EQ(f.algo, Algo::RecHalvingDoubling);
+  EXPECT_EQ(f.radix, 8) << f.reason;
+  EXPECT_NE(f.reason.find("forced by CONFLUX_ALGO, radix 8 chosen by the cost model"), std::string::npos) << f.reason;
+  PlanParams call;
+  call.coll = Collective::AllReduce;
+  call.nranks = 8;
+  call.count = 256;
+  call.layout = std::make_shared<const NodeLayout>(NodeLayout::fromNodeOf(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_NE(forced.predictedTimes(call, acrossNodes(8, 1), 0).find("rhd "), std::string::npos);
+  EXPECT_NE(forced.predictedTimes(call, acrossNodes(8, 1), 0).find("(radix 8)"), std::string::npos)
+      << forced.predictedTimes(call, acrossNodes(8, 1), 0);
+  p.chooseRadix = false;
+  p.radix = 2;
+  forced.setCostParams(p);
+  EXPECT_EQ(forced.select(Collective::AllReduce, 1024, acrossNodes(8, 1)).radix, 0);
 }
 
 TEST(Selector, AcrossNodesTakesTheCheapestCandidateAndNamesThem) {
