@@ -33,25 +33,35 @@ bool allReduceOnce(cfxComm_t comm, int n) {
   return v.front() == float(n) && v.back() == float(n);
 }
 
-// Rank 1 closes 600 ms after rank 0: rank 0's destroy lasts until rank 1's goodbye, and no longer.
+/// Each rank of two simulated nodes all-reduces once, rank 1 then sleeps `rank1DelayMs`, and each destroys
+/// its communicator: how long the destroy took (ms), or -1 when init failed.
+int64_t destroyMs(int rank, int n, const cfxUniqueId& id, int rank1DelayMs) {
+  simulateNode(rank);
+  cfxComm_t comm;
+  if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return -1;
+  EXPECT_TRUE(allReduceOnce(comm, n)) << cfxGetLastError(comm);
+  if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(rank1DelayMs));
+  const auto start = Clock::now();
+  EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
+  return msSince(start);
+}
+
+// Rank 1 closes 600 ms after rank 0: rank 0's destroy lasts until rank 1's goodbye, and not the whole
+// wait (5 s here, so that a loaded machine's slow teardown is not taken for it).
 TEST(ClosingHandshake, TheFirstRankToCloseWaitsForTheOtherNodesGoodbye) {
+  RunOptions opts;
+  opts.env = {{"CONFLUX_OFI_CLOSE_WAIT_MS", "5000"}};
   auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
-    simulateNode(rank);
-    cfxComm_t comm;
-    if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
-    EXPECT_TRUE(allReduceOnce(comm, n)) << cfxGetLastError(comm);
-    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
-    const auto start = Clock::now();
-    EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
-    const int64_t ms = msSince(start);
+    const int64_t ms = destroyMs(rank, n, id, 600);
+    if (ms < 0) return 2;
     if (rank == 0) {
       EXPECT_GE(ms, 400) << "rank 0 closed before rank 1 said goodbye";
-      EXPECT_LT(ms, 1900) << "rank 0 waited out CONFLUX_OFI_CLOSE_WAIT_MS although rank 1 said goodbye";
+      EXPECT_LT(ms, 4000) << "rank 0 waited out CONFLUX_OFI_CLOSE_WAIT_MS although rank 1 said goodbye";
     } else {
-      EXPECT_LT(ms, 400) << "rank 0's goodbye had arrived long before rank 1 closed";
+      EXPECT_LT(ms, 2500) << "rank 0's goodbye had arrived long before rank 1 closed";
     }
     return 0;
-  });
+  }, opts);
   EXPECT_TRUE(allSucceeded(out));
 }
 
@@ -66,19 +76,13 @@ TEST(ClosingHandshake, TheWaitIsBoundedAndNamesTheSilentRank) {
     }
     opts.env.push_back({"CONFLUX_OFI_CLOSE_WAIT_MS", wait});
     auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
-      simulateNode(rank);
-      cfxComm_t comm;
-      if (cfxCommInitRank(&comm, n, id, rank) != cfxSuccess) return 2;
-      EXPECT_TRUE(allReduceOnce(comm, n)) << cfxGetLastError(comm);
-      if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-      const auto start = Clock::now();
-      EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
-      const int64_t ms = msSince(start);
+      const int64_t ms = destroyMs(rank, n, id, 1500);
+      if (ms < 0) return 2;
       if (rank == 0) {
         const bool off = std::string(wait) == "0";
         const int warned = linesContaining(logs.mine(), "without a goodbye from rank(s) 1 within CONFLUX_OFI_CLOSE_WAIT_MS");
         if (off) {
-          EXPECT_LT(ms, 250) << "the handshake is off";
+          EXPECT_LT(ms, 1000) << "the handshake is off, yet rank 0 waited for rank 1, 1.5 s later";
           EXPECT_EQ(warned, 0);
         } else {
           EXPECT_GE(ms, 250) << "rank 0 did not wait for rank 1's goodbye";
@@ -94,7 +98,7 @@ TEST(ClosingHandshake, TheWaitIsBoundedAndNamesTheSilentRank) {
 
 // A communicator whose call failed does not wait for goodbyes (its peers may be dead): rank 0 all-reduces
 // alone, times out, and closes at once although rank 1 closes 1.5 s later; rank 1, healthy, does not wait
-// for rank 0, whose goodbye came before.
+// out the 2 s for rank 0, whose goodbye came before.
 TEST(ClosingHandshake, AFailedCommunicatorDoesNotWait) {
   auto out = runRanks(2, [&](int rank, int n, const cfxUniqueId& id) -> int {
     simulateNode(rank);
@@ -110,7 +114,7 @@ TEST(ClosingHandshake, AFailedCommunicatorDoesNotWait) {
     }
     const auto start = Clock::now();
     EXPECT_EQ(cfxCommDestroy(comm), cfxSuccess);
-    EXPECT_LT(msSince(start), 500) << "rank " << rank << " waited at close";
+    EXPECT_LT(msSince(start), 1200) << "rank " << rank << " waited at close (for the peer 1.5 s later, or the 2 s wait)";
     return 0;
   });
   EXPECT_TRUE(allSucceeded(out));
