@@ -114,17 +114,35 @@ double pingPong(transport::MessageTransport& t, int peer, bool measurer, int tim
   return trips[trips.size() / 2] / 2;
 }
 
+/// The ranks rank 0's fan-out reaches (extraMessageProbe): up to kMaxFanPeers on other nodes, the first
+/// rank of each other node first, then their second ranks, and so on (so 2 nodes of several ranks have one
+/// too, as flat rhd at a radix above 2 sends to several of the other node's ranks per step).
+std::vector<int> fanPeers(const NodeLayout& layout) {
+  std::vector<int> fan;
+  for (size_t local = 0; fan.size() < size_t(kMaxFanPeers); ++local) {
+    bool any = false;
+    for (size_t k = 1; k < layout.nodes.size() && fan.size() < size_t(kMaxFanPeers); ++k) {
+      if (local < layout.nodes[k].size()) {
+        fan.push_back(layout.nodes[k][local]);
+        any = true;
+      }
+    }
+    if (!any) break;
+  }
+  return fan;
+}
+
 /// What each further message of a round adds to its latency (CostParams::extraMessage), as a step of
 /// recursive halving-doubling of radix m + 1 meets it: rank 0 alternates a round trip of 8 bytes with the
-/// first rank of node 1 and a fan-out round trip with the first ranks of nodes 1..m (m = min(nodes - 1,
-/// 7)), whose m sends and m receives are posted at once. extraMessage = (r - 1) / (m - 1), r the median
-/// over 40 pairs of trips of fan-out / single, kept to 0..1 (1: the messages queue one after another; 0: their latencies overlap).
-/// Returns it on rank 0, and -1 elsewhere or with fewer than 3 nodes (nothing to measure: the default stays).
+/// first rank of node 1 and a fan-out round trip with the m ranks of fanPeers, whose m sends and m
+/// receives are posted at once. extraMessage = (r - 1) / (m - 1), r the median over 40 pairs of trips of
+/// fan-out / single, kept to 0..1 (1: the messages queue one after another; 0: their latencies overlap).
+/// Returns it on rank 0, and -1 elsewhere or with fewer than 2 ranks on other nodes (nothing to measure:
+/// the default stays).
 double extraMessageProbe(transport::MessageTransport& t, const NodeLayout& layout, int rank, int timeoutMs) {
-  const int m = std::min(int(layout.nodes.size()) - 1, kMaxFanPeers);
+  const std::vector<int> fan = fanPeers(layout);
+  const int m = int(fan.size());
   if (m < 2) return -1;
-  std::vector<int> fan;
-  for (int k = 1; k <= m; ++k) fan.push_back(layout.nodes[size_t(k)].front());
   const bool measurer = rank == 0;
   const bool inFan = std::find(fan.begin(), fan.end(), rank) != fan.end();
   if (!measurer && !inFan) return -1;
@@ -133,18 +151,17 @@ double extraMessageProbe(transport::MessageTransport& t, const NodeLayout& layou
   for (int i = 0; i < kFanWarm + kFanTrips; ++i) {
     const uint32_t tag = kFanTagBase + 4 * uint32_t(i);  // single out, single back, fan out, fan back
     if (measurer) {
+      // Both trips post the reply's receive first and wait for everything together, so that they differ
+      // only in the number of peers.
       Clock::time_point t0 = Clock::now();
-      transport::Request a = t.isend(fan[0], probeTag(tag), out.data(), 8);
-      check(waitFor(t, {&a, 1}, timeoutMs), "extra message");
-      transport::Request b = t.irecv(fan[0], probeTag(tag + 1), in.data(), 8);
-      check(waitFor(t, {&b, 1}, timeoutMs), "extra message");
+      transport::Request single[2] = {t.irecv(fan[0], probeTag(tag + 1), in.data(), 8),
+                                      t.isend(fan[0], probeTag(tag), out.data(), 8)};
+      check(waitFor(t, single, timeoutMs), "extra message");
       const double one = std::chrono::duration<double>(Clock::now() - t0).count();
       std::vector<transport::Request> reqs;
       t0 = Clock::now();
-      for (size_t k = 0; k < fan.size(); ++k) {
-        reqs.push_back(t.isend(fan[k], probeTag(tag + 2), out.data(), 8));
-        reqs.push_back(t.irecv(fan[k], probeTag(tag + 3), in.data() + 8 * k, 8));
-      }
+      for (size_t k = 0; k < fan.size(); ++k) reqs.push_back(t.irecv(fan[k], probeTag(tag + 3), in.data() + 8 * k, 8));
+      for (size_t k = 0; k < fan.size(); ++k) reqs.push_back(t.isend(fan[k], probeTag(tag + 2), out.data(), 8));
       check(waitFor(t, reqs, timeoutMs), "extra message");
       if (i >= kFanWarm && one > 0) ratios.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / one);
     } else {
@@ -328,10 +345,11 @@ CostParams calibrateCostModel(int rank, const NodeLayout& layout, transport::Net
     gCache[cacheKey] = params;
     char extraText[96];
     if (extra >= 0) {
-      std::snprintf(extraText, sizeof extraText, "%.2f alpha (a fan-out to %d nodes)", extra,
-                    std::min(int(layout.nodes.size()) - 1, kMaxFanPeers));
+      std::snprintf(extraText, sizeof extraText, "%.2f alpha (a fan-out to %d ranks on other nodes)", extra,
+                    int(fanPeers(layout).size()));
     } else {
-      std::snprintf(extraText, sizeof extraText, "%.2f alpha (not measured: fewer than 3 nodes)", params.extraMessage);
+      std::snprintf(extraText, sizeof extraText, "%.2f alpha (not measured: fewer than 2 ranks on other nodes)",
+                    params.extraMessage);
     }
     CFX_INFO(kTuning, "cost model probe: network alpha %.1f us, %.4f GB/s per NIC (%d per node) with every rank "
              "crossing at once (slowest rank %.4f GB/s x share %.2f); each further message of a round %s; "

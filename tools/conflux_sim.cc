@@ -62,7 +62,8 @@ constexpr char kUsage[] =
     "       [--radix K|auto (rhd's largest radix, as CONFLUX_RHD_RADIX; 2)] [--extra-message Q (alphas each further\n"
     "       message of a round adds; 0.6, measured here; 0: latencies overlap)]\n"
     "       conflux-sim predict --cost-file FILE --nodes N --ranks-per-node L [--bytes 64K,1M,256M]\n"
-    "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|1M] [--window W] [--json]\n";
+    "       [--coll allreduce|allgather|reducescatter|broadcast] [--chunk auto|1M] [--window W]\n"
+    "       [--radix K|auto] [--extra-message Q (default: the cost file's, else 0.6)] [--json]\n";
 
 [[noreturn]] void usage() {
   std::fputs(kUsage, stderr);

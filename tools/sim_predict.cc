@@ -28,7 +28,8 @@ constexpr char kUsage[] =
     "       CONFLUX_CHUNK_BYTES=auto): 1 MiB, the hierarchical all-reduces' chunk chosen per size by the model\n"
     "       --window W (1 by default, as CONFLUX_EXEC_WINDOW's): rounds the executor keeps open; 1: round by round\n"
     "       [--radix K|auto] (2 by default, as CONFLUX_RHD_RADIX's): rhd's largest radix; auto: the model's choice\n"
-    "       [--extra-message Q] (the model's 0.6 by default): alphas each further message of a round adds\n";
+    "       [--extra-message Q] (the cost file's extra_message, else 0.6): alphas each further message of a\n"
+    "       round adds\n";
 
 [[noreturn]] void refuse(const std::string& flag, const std::string& value, const char* takes) {
   std::fprintf(stderr, "conflux-sim: %s: '%s' is not %s\n%s", flag.c_str(), value.c_str(), takes, kUsage);

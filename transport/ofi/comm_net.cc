@@ -81,7 +81,8 @@ void CommNet::listenForNotices(const std::vector<int>& peers) {
   board_ = std::make_shared<NoticeBoard>(*transport_, remote);
   transport_->keepUntilClosed(board_);  // its receives stay posted until the endpoints close
   noticePeers_ = peers;
-  const auto closeWait = std::chrono::milliseconds(config::getInt(config::Var::OFI_CLOSE_WAIT_MS));
+  // At most an hour: a deadline that far keeps clear of the clock's range.
+  const auto closeWait = std::chrono::milliseconds(std::clamp<int64_t>(config::getInt(config::Var::OFI_CLOSE_WAIT_MS), 0, 3600000));
   if (closeWait.count() <= 0 || remote.empty()) return;
   // The closing handshake (notice_board.h). After a failed call the goodbyes only get the notices' 200 ms
   // to leave: the peers that are still healthy then stop waiting for this rank, and this rank does not wait

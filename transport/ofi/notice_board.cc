@@ -19,6 +19,7 @@ NoticeBoard::NoticeBoard(Transport& transport, const std::vector<int>& remote)
   in_.resize(peers_.size());
   received_.resize(peers_.size());
   saidGoodbye_.resize(peers_.size(), false);
+  peerWaits_.resize(peers_.size(), false);
   std::lock_guard lock(mutex_);
   for (size_t i = 0; i < peers_.size(); ++i) post(i);
 }
@@ -59,6 +60,7 @@ void NoticeBoard::readArrived() {
     if (*text == kGoodbyeMark) {
       // The peer is closing: nothing more comes from it, so its receive is not posted again.
       saidGoodbye_[i] = true;
+      peerWaits_[i] = text[1] != 0;
       continue;
     }
     if (*text == kProgressMark) {
@@ -96,6 +98,7 @@ std::vector<int> NoticeBoard::farewell(bool waitForPeers, Deadline until) {
   std::unique_lock lock(mutex_);
   goodbye_ = NoticeText{};
   goodbye_[sizeof(uint64_t)] = kGoodbyeMark;
+  goodbye_[sizeof(uint64_t) + 1] = waitForPeers ? 1 : 0;
   goodbyes_.clear();
   for (int peer : peers_) goodbyes_.push_back(transport_.isend(peer, wireTag(), goodbye_.data(), kNoticeBytes));
   // Ranks still to hear from: a receive that failed is a broken connection, from which no goodbye comes.
@@ -108,7 +111,8 @@ std::vector<int> NoticeBoard::farewell(bool waitForPeers, Deadline until) {
   };
   auto over = [&] {
     for (size_t i = 0; i < peers_.size(); ++i) {
-      if (!goodbyes_[i].done() && !received_[i].failed()) return false;  // still leaving, over a live connection
+      const bool peerMayBeGone = received_[i].failed() || (saidGoodbye_[i] && !peerWaits_[i]);
+      if (!goodbyes_[i].done() && !peerMayBeGone) return false;  // still leaving, for a peer that waits for it
     }
     return !waitForPeers || silent().empty();
   };

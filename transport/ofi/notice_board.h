@@ -41,7 +41,8 @@ class NoticeBoard {
   static constexpr size_t kNoticeBytes = 1024;  ///< every notice is this long (receives match sizes exactly)
   using NoticeText = std::array<char, kNoticeBytes>;
   static constexpr char kProgressMark = '\x01';  ///< the byte after the id that makes a progress notice
-  static constexpr char kGoodbyeMark = '\x02';   ///< the byte after the id that makes a goodbye
+  static constexpr char kGoodbyeMark = '\x02';   ///< the byte after the id that makes a goodbye (the next: 1 if
+                                                  ///< its sender waits for the goodbyes of others, else 0)
 
   /// Posts a receive for a notice from each of the Transport's ranks `remote` (those on other nodes; ranks
   /// out of range are left out). The board must outlive the Transport's endpoints (the opener hands it to
@@ -70,9 +71,11 @@ class NoticeBoard {
   static uint64_t wireTag();
 
   /// The closing handshake, run as the Transport closes (Transport::beforeClose): sends a goodbye to every
-  /// rank listened to, then progresses until the goodbyes have left and, when `waitForPeers`, each of those
-  /// ranks said goodbye too or its connection broke (its receive failed), or until `until` passes. Returns
-  /// the ranks it waited for in vain (none unless `waitForPeers`).
+  /// rank listened to (saying whether this rank waits, `waitForPeers`), then progresses until the goodbyes
+  /// have left and, when `waitForPeers`, each of those ranks said goodbye too or its connection broke (its
+  /// receive failed), or until `until` passes. A goodbye still leaving for a rank whose own goodbye said it
+  /// does not wait is not waited for: that rank may have closed already, and rxm then never completes the
+  /// send. Returns the ranks it waited for in vain (none unless `waitForPeers`).
   std::vector<int> farewell(bool waitForPeers, Deadline until);
 
  private:
@@ -86,6 +89,7 @@ class NoticeBoard {
   std::vector<NoticeText> in_;
   std::vector<Request> received_;
   std::vector<bool> saidGoodbye_;  ///< by index into peers_: a goodbye arrived (its receive is not posted again)
+  std::vector<bool> peerWaits_;    ///< by index into peers_: its goodbye said it waits for this rank's
   NoticeText goodbye_{};           ///< what farewell() sends, read by every send
   std::vector<Request> goodbyes_;
   std::unordered_map<uint64_t, std::string> arrived_;  ///< the first notice per communicator id

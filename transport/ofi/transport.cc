@@ -29,8 +29,9 @@ namespace {
 // Address blob exchanged by allGather: magic, version, rails, then per rail a length and a fixed slot.
 constexpr uint32_t kMagic = 0x4f584643;  // "CFXO"
 // The version of what ranks send each other: 2 since progress notices (notice_board.h) share the failure
-// notices' receives; ranks of builds with different versions would misread each other's notices.
-constexpr uint16_t kVersion = 2;
+// notices' receives, 3 since goodbyes do; ranks of builds with different versions would misread each
+// other's notices.
+constexpr uint16_t kVersion = 3;
 constexpr size_t kNameSlot = 256;
 constexpr size_t kHeader = 8;
 
